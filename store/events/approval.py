@@ -1,0 +1,25 @@
+"""Events of a human decision on a risky action."""
+
+from __future__ import annotations
+
+from store.events._base import Event
+
+
+class ApprovalRequested(Event):
+    approval_id: str
+    call_id: str
+    tool: str
+    arguments_hash: str
+    reason: str = ""
+    expires_at: str | None = None
+
+
+class ApprovalGranted(Event):
+    approval_id: str
+    by: str
+
+
+class ApprovalDenied(Event):
+    approval_id: str
+    by: str
+    reason: str = ""

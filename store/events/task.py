@@ -1,0 +1,35 @@
+"""Events in the life of a task: submitted, moving between phases."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import Field
+
+from store.events._base import Event
+
+
+class TaskPhase(StrEnum):
+    SUBMITTED = "submitted"
+    RUNNING = "running"
+    AWAITING_APPROVAL = "awaiting_approval"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self in (TaskPhase.COMPLETED, TaskPhase.FAILED, TaskPhase.CANCELLED)
+
+
+class TaskSubmitted(Event):
+    goal: str = Field(min_length=1)
+    workspace: str
+    tenant: str = "default"
+    max_steps: int = Field(40, ge=1)
+    max_tokens: int = Field(200_000, ge=1)
+
+
+class TaskPhaseChanged(Event):
+    phase: TaskPhase
+    reason: str = ""

@@ -1,0 +1,116 @@
+"""The event store: append with optimistic concurrency, read the log, read the projections."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Iterator, Sequence
+
+from sqlalchemy import Connection
+
+from store import log, migrate, projections
+from store.database import create_engines, translating
+from store.events import Event, Recorded
+from store.state import TaskState, TaskSummary, fold
+from store.writer import AppendRequest, Writer
+
+ANY = None
+"""Expected version meaning: append whatever the stream's version is."""
+NO_STREAM = 0
+"""Expected version meaning: the stream must not exist yet."""
+
+
+class EventStore:
+    """One store per process. Appends go through the single writer; reads use their own connections."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        synchronous: str = "full",
+        busy_timeout_ms: int = 5000,
+        upgrade: bool = True,
+    ) -> None:
+        self.url = url
+        self.engines = create_engines(url, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
+        try:
+            if upgrade:
+                migrate.upgrade(self.engines.write, url)
+            else:
+                migrate.require_current(self.engines.read, url)
+        except BaseException:
+            self.engines.dispose()
+            raise
+        self._writer = Writer(self.engines.write, url)
+
+    def close(self) -> None:
+        self._writer.close()
+        self.engines.dispose()
+
+    def __enter__(self) -> EventStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def submit(
+        self,
+        stream_id: str,
+        events: Sequence[Event],
+        *,
+        expected_version: int | None = ANY,
+        actor: str = "agentd",
+        causation_id: str | None = None,
+        correlation_id: str | None = None,
+    ):
+        """Queue an append and return a future of its records; the writer may commit it with others."""
+        return self._writer.submit(
+            AppendRequest(stream_id, tuple(events), expected_version, actor, causation_id, correlation_id)
+        )
+
+    def append(self, stream_id: str, events: Sequence[Event], **kw) -> list[Recorded]:
+        """Append events to one stream atomically; raises ConcurrencyConflict if `expected_version` is stale."""
+        return self.submit(stream_id, events, **kw).result()
+
+    async def append_async(self, stream_id: str, events: Sequence[Event], **kw) -> list[Recorded]:
+        return await asyncio.wrap_future(self.submit(stream_id, events, **kw))
+
+    def in_write_transaction(self, fn):
+        """Run `fn(conn)` in the writer's thread in a write transaction of its own (bulk operations)."""
+        return self._writer.call(fn).result()
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Connection]:
+        """A read connection in one transaction: every query in the block sees the same snapshot."""
+        with translating(self.url):
+            with self.engines.read.connect() as conn, conn.begin():
+                yield conn
+
+    def last_seq(self) -> int:
+        with self.reading() as conn:
+            return log.last_seq(conn)
+
+    def stream_version(self, stream_id: str) -> int:
+        with self.reading() as conn:
+            return log.stream_version(conn, stream_id)
+
+    def read_stream(self, stream_id: str, until: int | None = None) -> list[Recorded]:
+        with self.reading() as conn:
+            return list(log.iter_records(conn, stream_id=stream_id, until=until))
+
+    def task(self, task_id: str) -> TaskState | None:
+        """The task as the projection holds it now."""
+        with self.reading() as conn:
+            return projections.load_task(conn, task_id)
+
+    def task_at(self, task_id: str, until: int) -> TaskState | None:
+        """The task as it was when event `until` had just been recorded, folded from the log."""
+        return fold(self.read_stream(task_id, until=until)).get(task_id)
+
+    def tasks(self, phase: str | None = None) -> list[TaskSummary]:
+        with self.reading() as conn:
+            return projections.list_summaries(conn, phase=phase)

@@ -1,0 +1,101 @@
+"""Reading the event log: raw rows as stored, and decoded records in log order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+from sqlalchemy import Connection, bindparam, func, select
+
+from store.events import Recorded, decode
+from store.sql import Statement
+from store.tables import EventRow
+
+events = EventRow.__table__
+COLUMNS = tuple(c.name for c in events.columns)
+CHUNK = 5000
+
+_last_seq = Statement(select(func.coalesce(func.max(events.c.seq), 0)))
+_stream_version = Statement(
+    select(func.coalesce(func.max(events.c.stream_version), 0)).where(events.c.stream_id == bindparam("stream_id"))
+)
+INSERT = Statement(events.insert())
+
+
+@dataclass(frozen=True, slots=True)
+class RawEvent:
+    """A row of the `events` table exactly as stored; decoding is a separate, failable step."""
+
+    seq: int
+    event_id: str
+    stream_id: str
+    stream_version: int
+    type: str
+    schema_version: int
+    payload: str
+    recorded_at: str
+    actor: str
+    causation_id: str | None
+    correlation_id: str | None
+
+    def decode(self) -> Recorded:
+        return Recorded(
+            seq=self.seq,
+            event_id=self.event_id,
+            stream_id=self.stream_id,
+            stream_version=self.stream_version,
+            recorded_at=self.recorded_at,
+            actor=self.actor,
+            causation_id=self.causation_id,
+            correlation_id=self.correlation_id,
+            event=decode(self.type, self.schema_version, self.payload, self.seq),
+        )
+
+
+assert tuple(RawEvent.__slots__) == COLUMNS, "RawEvent must mirror the events table"
+
+
+def iter_raw(
+    conn: Connection,
+    *,
+    after: int = 0,
+    until: int | None = None,
+    stream_id: str | None = None,
+    types: Sequence[str] = (),
+    limit: int | None = None,
+    descending: bool = False,
+) -> Iterator[RawEvent]:
+    """Events in seq order (or reverse), fetched in chunks so a large log never sits in memory."""
+    q = select(*events.columns)
+    if after:
+        q = q.where(events.c.seq > after)
+    if until is not None:
+        q = q.where(events.c.seq <= until)
+    if stream_id is not None:
+        q = q.where(events.c.stream_id == stream_id)
+    if types:
+        q = q.where(events.c.type.in_(list(types)))
+    q = q.order_by(events.c.seq.desc() if descending else events.c.seq)
+    if limit is not None:
+        q = q.limit(limit)
+    result = conn.execution_options(stream_results=True, yield_per=CHUNK).execute(q)
+    for partition in result.partitions(CHUNK):
+        for row in partition:
+            yield RawEvent(*row)
+
+
+def iter_records(conn: Connection, **kw) -> Iterator[Recorded]:
+    for raw in iter_raw(conn, **kw):
+        yield raw.decode()
+
+
+def last_seq(conn: Connection) -> int:
+    return _last_seq.scalar(conn)
+
+
+def stream_version(conn: Connection, stream_id: str) -> int:
+    return _stream_version.scalar(conn, {"stream_id": stream_id})
+
+
+def count(conn: Connection) -> int:
+    return conn.execute(select(func.count()).select_from(events)).scalar_one()

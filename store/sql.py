@@ -1,0 +1,85 @@
+"""Portable statements compiled once per dialect and run on the driver's cursor.
+
+SQLAlchemy Core builds the statements, so they stay portable between SQLite and PostgreSQL. Building
+and compiling a Core statement costs more than executing it, though, so the write path compiles each
+one once per dialect and hands the text straight to the driver.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from sqlalchemy import Connection
+from sqlalchemy.sql import ClauseElement
+
+
+class Statement:
+    __slots__ = ("element", "_compiled")
+
+    def __init__(self, element: ClauseElement) -> None:
+        self.element = element
+        self._compiled: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {}
+
+    def compiled(self, conn: Connection) -> tuple[str, tuple[str, ...] | None, dict[str, Any]]:
+        """(SQL text, parameter order for positional drivers or None for named ones, default values)."""
+        name = conn.dialect.name
+        found = self._compiled.get(name)
+        if found is None:
+            c = self.element.compile(dialect=conn.dialect)
+            order = tuple(c.positiontup) if c.positional else None
+            defaults = {k: v for k, v in c.params.items() if v is not None}
+            found = self._compiled[name] = (str(c), order, defaults)
+        return found
+
+    def _params(self, conn: Connection, values: dict[str, Any]) -> tuple[str, Any]:
+        text, order, defaults = self.compiled(conn)
+        merged = {**defaults, **values} if defaults else values
+        return text, (tuple(merged[k] for k in order) if order is not None else merged)
+
+    def execute(self, conn: Connection, values: dict[str, Any] | None = None):
+        text, params = self._params(conn, values or {})
+        cur = _cursor(conn)
+        cur.execute(text, params)
+        return cur
+
+    def executemany(self, conn: Connection, rows: Iterable[dict[str, Any]]) -> None:
+        text, order, defaults = self.compiled(conn)
+        if order is not None:
+            params: Sequence[Any] = [tuple({**defaults, **r}[k] if defaults else r[k] for k in order) for r in rows]
+        else:
+            params = [{**defaults, **r} for r in rows]
+        _cursor(conn).executemany(text, params)
+
+    def executemany_tuples(self, conn: Connection, columns: Sequence[str], rows: list[tuple]) -> None:
+        """Rows already in `columns` order: no per-row dict when the driver is positional in that order."""
+        text, order, _ = self.compiled(conn)
+        if order is not None and tuple(order) == tuple(columns):
+            _cursor(conn).executemany(text, rows)
+        elif order is not None:
+            index = [list(columns).index(k) for k in order]
+            _cursor(conn).executemany(text, [tuple(r[i] for i in index) for r in rows])
+        else:
+            _cursor(conn).executemany(text, [dict(zip(columns, r)) for r in rows])
+
+    def scalar(self, conn: Connection, values: dict[str, Any] | None = None) -> Any:
+        row = self.execute(conn, values).fetchone()
+        return None if row is None else row[0]
+
+
+def _cursor(conn: Connection):
+    # The connection SQLAlchemy holds, inside the transaction SQLAlchemy began.
+    return conn.connection.dbapi_connection.cursor()
+
+
+def savepoint(conn: Connection, name: str) -> None:
+    _cursor(conn).execute(f"SAVEPOINT {name}")
+
+
+def release(conn: Connection, name: str) -> None:
+    _cursor(conn).execute(f"RELEASE SAVEPOINT {name}")
+
+
+def rollback_to(conn: Connection, name: str) -> None:
+    cur = _cursor(conn)
+    cur.execute(f"ROLLBACK TO SAVEPOINT {name}")
+    cur.execute(f"RELEASE SAVEPOINT {name}")

@@ -1,0 +1,263 @@
+"""Task state as a pure fold of the log: `evolve` for the task's own fields, `changes` for its lists.
+
+The SQL projections and the in-memory fold both interpret exactly these functions, so replaying the
+log and reading the live tables must agree; the property tests hold them to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Union
+
+from store.errors import StoreError
+from store.events import (
+    ApprovalDenied,
+    ApprovalGranted,
+    ApprovalRequested,
+    ArtifactDeleted,
+    ArtifactRead,
+    ArtifactWritten,
+    ModelCalled,
+    Recorded,
+    TaskPhase,
+    TaskPhaseChanged,
+    TaskSubmitted,
+    TestsRan,
+    ToolCallExecuted,
+    ToolCallProposed,
+)
+
+TASK_EVENTS = (
+    TaskSubmitted,
+    TaskPhaseChanged,
+    ModelCalled,
+    ToolCallProposed,
+    ToolCallExecuted,
+    ApprovalRequested,
+    ApprovalGranted,
+    ApprovalDenied,
+    ArtifactRead,
+    ArtifactWritten,
+    ArtifactDeleted,
+    TestsRan,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskSummary:
+    """The task's own fields: one row of the `tasks` table."""
+
+    task_id: str
+    goal: str
+    workspace: str
+    tenant: str
+    phase: str
+    max_steps: int
+    max_tokens: int
+    steps: int
+    tokens_used: int
+    test_status: str | None
+    submitted_at: str
+    updated_at: str
+    finished_at: str | None
+    version: int
+    last_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    seq: int
+    call_id: str
+    tool: str
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    approval_id: str
+    call_id: str
+    tool: str
+    arguments_hash: str
+    status: str
+    reason: str
+    expires_at: str | None
+    requested_seq: int
+    decided_seq: int | None = None
+    decided_by: str | None = None
+    decision_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Artifact:
+    seq: int
+    path: str
+    operation: str
+    sha256: str | None
+    size: int | None
+    test_status: str | None = None
+    test_seq: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecided:
+    approval_id: str
+    status: str
+    seq: int
+    by: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class TestsRecorded:
+    __test__ = False
+
+    paths: tuple[str, ...]
+    status: str
+    seq: int
+
+
+Change = Union[Action, Approval, ApprovalDecided, Artifact, TestsRecorded]
+
+
+@dataclass(frozen=True)
+class TaskState:
+    """Everything the store knows about one task at one point of the log."""
+
+    summary: TaskSummary
+    actions: tuple[Action, ...] = ()
+    approvals: tuple[Approval, ...] = ()
+    artifacts: tuple[Artifact, ...] = ()
+
+    @property
+    def task_id(self) -> str:
+        return self.summary.task_id
+
+    @property
+    def phase(self) -> TaskPhase:
+        return TaskPhase(self.summary.phase)
+
+    @property
+    def pending_approvals(self) -> tuple[Approval, ...]:
+        return tuple(a for a in self.approvals if a.status == "pending")
+
+
+def is_task_event(rec: Recorded) -> bool:
+    return isinstance(rec.event, TASK_EVENTS)
+
+
+def evolve(summary: TaskSummary | None, rec: Recorded) -> TaskSummary:
+    """Fold one task event into the task's own fields."""
+    e = rec.event
+    if isinstance(e, TaskSubmitted):
+        if summary is not None:
+            raise StoreError(f"task {rec.stream_id} was already submitted (event {rec.seq})")
+        return TaskSummary(
+            task_id=rec.stream_id,
+            goal=e.goal,
+            workspace=e.workspace,
+            tenant=e.tenant,
+            phase=TaskPhase.SUBMITTED.value,
+            max_steps=e.max_steps,
+            max_tokens=e.max_tokens,
+            steps=0,
+            tokens_used=0,
+            test_status=None,
+            submitted_at=rec.recorded_at,
+            updated_at=rec.recorded_at,
+            finished_at=None,
+            version=rec.stream_version,
+            last_seq=rec.seq,
+        )
+    if summary is None:
+        raise StoreError(f"event {rec.seq} ({rec.type}) is for {rec.stream_id!r}, which is not a submitted task")
+    fields: dict = {"updated_at": rec.recorded_at, "version": rec.stream_version, "last_seq": rec.seq}
+    if isinstance(e, TaskPhaseChanged):
+        fields["phase"] = e.phase.value
+        fields["finished_at"] = rec.recorded_at if e.phase.finished else None
+    elif isinstance(e, ModelCalled):
+        fields["steps"] = summary.steps + 1
+        fields["tokens_used"] = summary.tokens_used + e.prompt_tokens + e.completion_tokens
+    elif isinstance(e, TestsRan):
+        fields["test_status"] = e.status
+    return replace(summary, **fields)
+
+
+def changes(rec: Recorded) -> Change | None:
+    """What one task event adds to or changes in the task's lists (actions, approvals, artifacts)."""
+    e = rec.event
+    if isinstance(e, ToolCallExecuted):
+        return Action(rec.seq, e.call_id, e.tool, e.status)
+    if isinstance(e, ApprovalRequested):
+        return Approval(e.approval_id, e.call_id, e.tool, e.arguments_hash, "pending", e.reason, e.expires_at, rec.seq)
+    if isinstance(e, ApprovalGranted):
+        return ApprovalDecided(e.approval_id, "granted", rec.seq, e.by, "")
+    if isinstance(e, ApprovalDenied):
+        return ApprovalDecided(e.approval_id, "denied", rec.seq, e.by, e.reason)
+    if isinstance(e, ArtifactRead):
+        return Artifact(rec.seq, e.path, "read", e.sha256, e.size)
+    if isinstance(e, ArtifactWritten):
+        return Artifact(rec.seq, e.path, "write", e.sha256, e.size)
+    if isinstance(e, ArtifactDeleted):
+        return Artifact(rec.seq, e.path, "delete", None, None)
+    if isinstance(e, TestsRan) and e.paths:
+        return TestsRecorded(e.paths, e.status, rec.seq)
+    return None
+
+
+@dataclass
+class _Builder:
+    summary: TaskSummary | None = None
+    actions: list[Action] = field(default_factory=list)
+    approvals: dict[str, Approval] = field(default_factory=dict)
+    artifacts: list[Artifact] = field(default_factory=list)
+
+    def apply(self, rec: Recorded) -> None:
+        self.summary = evolve(self.summary, rec)
+        change = changes(rec)
+        if isinstance(change, Action):
+            self.actions.append(change)
+        elif isinstance(change, Approval):
+            if change.approval_id in self.approvals:
+                raise StoreError(f"approval {change.approval_id} was already requested (event {rec.seq})")
+            self.approvals[change.approval_id] = change
+        elif isinstance(change, ApprovalDecided):
+            current = self.approvals.get(change.approval_id)
+            if current is None or current.status != "pending":
+                raise StoreError(f"event {rec.seq} decides approval {change.approval_id}, which is not pending")
+            self.approvals[change.approval_id] = replace(
+                current,
+                status=change.status,
+                decided_seq=change.seq,
+                decided_by=change.by,
+                decision_reason=change.reason,
+            )
+        elif isinstance(change, Artifact):
+            self.artifacts.append(change)
+        elif isinstance(change, TestsRecorded):
+            for path in change.paths:
+                latest = _latest_index(self.artifacts, path)
+                if latest is not None:
+                    self.artifacts[latest] = replace(
+                        self.artifacts[latest], test_status=change.status, test_seq=change.seq
+                    )
+
+    def build(self) -> TaskState:
+        assert self.summary is not None
+        return TaskState(self.summary, tuple(self.actions), tuple(self.approvals.values()), tuple(self.artifacts))
+
+
+def _latest_index(artifacts: list[Artifact], path: str) -> int | None:
+    for i in range(len(artifacts) - 1, -1, -1):
+        if artifacts[i].path == path:
+            return i
+    return None
+
+
+def fold(records: Iterable[Recorded]) -> dict[str, TaskState]:
+    """The state of every task in `records`, which must be in log order."""
+    builders: dict[str, _Builder] = {}
+    for rec in records:
+        if not is_task_event(rec):
+            continue
+        builders.setdefault(rec.stream_id, _Builder()).apply(rec)
+    return {task_id: b.build() for task_id, b in builders.items()}

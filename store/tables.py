@@ -1,0 +1,105 @@
+"""The SQL tables: the append-only event log and the projections folded from it."""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Column, Index, Integer, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+# On SQLite only a column declared exactly INTEGER PRIMARY KEY is the rowid itself; BIGINT would add a
+# second index to every insert. PostgreSQL gets a real 64-bit column.
+SEQ = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class EventRow(SQLModel, table=True):
+    """One event. Written once, never updated or deleted (triggers enforce it)."""
+
+    __tablename__ = "events"
+    __table_args__ = (UniqueConstraint("stream_id", "stream_version", name="uq_events_stream_version"),)
+
+    # Assigned by the single writer under the write lock, not by an autoincrement, so that commit order
+    # and seq order agree on every backend and a reader tailing `seq > cursor` never skips a row.
+    seq: int = Field(sa_column=Column(SEQ, primary_key=True, autoincrement=False))
+    event_id: str = Field(max_length=36, unique=True)
+    stream_id: str = Field(max_length=200)
+    stream_version: int
+    type: str = Field(max_length=100)
+    schema_version: int
+    # Text, not a JSON column: the bytes written are the bytes exported.
+    payload: str = Field(sa_column=Column(Text, nullable=False))
+    recorded_at: str = Field(max_length=32)
+    actor: str = Field(max_length=200)
+    causation_id: str | None = Field(default=None, max_length=36)
+    correlation_id: str | None = Field(default=None, max_length=36)
+
+
+class TaskRow(SQLModel, table=True):
+    """Canonical state of one task, as of `last_seq`."""
+
+    __tablename__ = "tasks"
+
+    task_id: str = Field(primary_key=True, max_length=200)
+    goal: str = Field(sa_column=Column(Text, nullable=False))
+    workspace: str = Field(sa_column=Column(Text, nullable=False))
+    tenant: str = Field(max_length=200)
+    phase: str = Field(max_length=32, index=True)
+    max_steps: int
+    max_tokens: int
+    steps: int
+    tokens_used: int
+    test_status: str | None = Field(default=None, max_length=16)
+    submitted_at: str = Field(max_length=32)
+    updated_at: str = Field(max_length=32)
+    finished_at: str | None = Field(default=None, max_length=32)
+    version: int
+    last_seq: int = Field(sa_column=Column(BigInteger, nullable=False))
+
+
+class TaskActionRow(SQLModel, table=True):
+    """A completed action of a task: one executed tool call."""
+
+    __tablename__ = "task_actions"
+
+    seq: int = Field(sa_column=Column(SEQ, primary_key=True, autoincrement=False))
+    task_id: str = Field(foreign_key="tasks.task_id", max_length=200, index=True)
+    call_id: str = Field(max_length=64)
+    tool: str = Field(max_length=100)
+    status: str = Field(max_length=32)
+
+
+class ApprovalRow(SQLModel, table=True):
+    """An approval a task asked for, and its decision once made."""
+
+    __tablename__ = "approvals"
+
+    approval_id: str = Field(primary_key=True, max_length=64)
+    task_id: str = Field(foreign_key="tasks.task_id", max_length=200, index=True)
+    call_id: str = Field(max_length=64)
+    tool: str = Field(max_length=100)
+    arguments_hash: str = Field(max_length=64)
+    status: str = Field(max_length=16)
+    reason: str = Field(sa_column=Column(Text, nullable=False))
+    expires_at: str | None = Field(default=None, max_length=32)
+    requested_seq: int = Field(sa_column=Column(BigInteger, nullable=False))
+    decided_seq: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    decided_by: str | None = Field(default=None, max_length=200)
+    decision_reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+
+
+class ArtifactRow(SQLModel, table=True):
+    """The artifact index: every file a task read, wrote or deleted, with its hash and test result."""
+
+    __tablename__ = "artifacts"
+    __table_args__ = (Index("ix_artifacts_task_path", "task_id", "path"),)
+
+    seq: int = Field(sa_column=Column(SEQ, primary_key=True, autoincrement=False))
+    task_id: str = Field(foreign_key="tasks.task_id", max_length=200)
+    path: str = Field(sa_column=Column(Text, nullable=False))
+    operation: str = Field(max_length=16)
+    sha256: str | None = Field(default=None, max_length=64)
+    size: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    test_status: str | None = Field(default=None, max_length=16)
+    test_seq: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+
+
+PROJECTION_TABLES = (TaskRow.__table__, TaskActionRow.__table__, ApprovalRow.__table__, ArtifactRow.__table__)
