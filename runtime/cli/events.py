@@ -1,0 +1,132 @@
+"""`agentd events`: list, follow, export and import the log."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+from runtime.cli._app import App, json_option, pass_app
+from runtime.output import echo_json, table
+from store import archive, log
+from store.log import RawEvent
+
+POLL_SECONDS = 0.2
+
+
+@click.group()
+def events() -> None:
+    """Read the event log, follow it, export it and import it."""
+
+
+def _rows(raws: list[RawEvent]) -> list[tuple]:
+    return [(r.seq, r.recorded_at[:23].replace("T", " "), r.stream_id, r.stream_version, r.type, r.actor, r.payload) for r in raws]
+
+
+_HEADERS = ["SEQ", "RECORDED (UTC)", "STREAM", "VER", "TYPE", "ACTOR", "PAYLOAD"]
+
+
+def _print(raws: list[RawEvent], as_json: bool) -> None:
+    if as_json:
+        for r in raws:
+            click.echo(archive.line_of(r))
+    else:
+        click.echo(table(_rows(raws), _HEADERS))
+
+
+@events.command("list")
+@click.option("--task", "task_id", help="Only this task's events.")
+@click.option("--type", "types", multiple=True, help="Only events of this type (repeatable).")
+@click.option("--after", type=click.IntRange(min=0), default=0, help="Only events after this seq.")
+@click.option("--limit", type=click.IntRange(min=0), default=100, show_default=True, help="Show the last N (0: all).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line, as `events export` writes them.")
+@pass_app
+def list_(app: App, task_id: str | None, types: tuple[str, ...], after: int, limit: int, as_json: bool) -> None:
+    """List events in seq order (by default the last 100)."""
+    with app.store().reading() as conn:
+        raws = list(
+            log.iter_raw(conn, after=after, stream_id=task_id, types=types, limit=limit or None, descending=bool(limit))
+        )
+    if limit:
+        raws.reverse()
+    _print(raws, as_json)
+
+
+@events.command()
+@click.option("--task", "task_id", help="Only this task's events.")
+@click.option("--type", "types", multiple=True, help="Only events of this type (repeatable).")
+@click.option("--last", type=click.IntRange(min=0), default=10, show_default=True, help="Print this many first.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@pass_app
+def tail(app: App, task_id: str | None, types: tuple[str, ...], last: int, as_json: bool) -> None:
+    """Print the latest events, then follow new ones until interrupted."""
+    store = app.store()
+    with store.reading() as conn:
+        raws = list(log.iter_raw(conn, stream_id=task_id, types=types, limit=last, descending=True))[::-1]
+        cursor = log.last_seq(conn)
+    if raws:
+        _print_lines(raws, as_json)
+    try:
+        while True:
+            # Seq is assigned under the write lock, so nothing can commit below the cursor later.
+            with store.reading() as conn:
+                raws = list(log.iter_raw(conn, after=cursor, stream_id=task_id, types=types))
+                cursor = max(cursor, log.last_seq(conn))
+            if raws:
+                _print_lines(raws, as_json)
+            else:
+                time.sleep(POLL_SECONDS)
+    except KeyboardInterrupt:
+        return
+
+
+def _print_lines(raws: list[RawEvent], as_json: bool) -> None:
+    for r in raws:
+        if as_json:
+            click.echo(archive.line_of(r))
+        else:
+            click.echo(f"{r.seq:>8}  {r.recorded_at}  {r.stream_id}#{r.stream_version}  {r.type}  {r.payload}")
+    sys.stdout.flush()
+
+
+@events.command()
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write here instead of stdout.")
+@pass_app
+def export(app: App, output: Path | None) -> None:
+    """Write the whole log as JSON Lines, one event per line in seq order."""
+    with app.store().reading() as conn:
+        if output is None:
+            count = archive.export(conn, sys.stdout)
+        else:
+            count = _export_atomically(conn, output)
+    if output is not None:
+        click.echo(f"exported {count} events to {output}", err=True)
+
+
+def _export_atomically(conn, output: Path) -> int:
+    # Written next to the target and renamed over it, so a failed export never leaves half a file.
+    fd, tmp = tempfile.mkstemp(dir=output.parent if str(output.parent) else ".", prefix=".export-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            count = archive.export(conn, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, output)
+        return count
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+@events.command("import")
+@click.argument("source", type=click.File("r", encoding="utf-8"))
+@pass_app
+def import_(app: App, source) -> None:
+    """Load a JSON Lines export (or - for stdin) into an empty store: all of it, or nothing."""
+    store = app.store()
+    count = store.in_write_transaction(lambda conn: archive.import_into(conn, source))
+    click.echo(f"imported {count} events")

@@ -1,0 +1,39 @@
+"""`agentd serve`: run the daemon in the foreground."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import click
+
+from runtime import daemon, logs
+from runtime.cli._app import App, pass_app
+from runtime.inference import load_model
+from runtime.instance import InstanceLock
+from runtime.model_file import resolve_model
+
+
+@click.command()
+@click.option("--model", type=click.Path(path_type=Path), help="GGUF model file (default: the bundled SmolLM2-135M).")
+@click.option("--workspace", type=click.Path(path_type=Path, file_okay=False), help="Default folder for tasks.")
+@click.option("--host", help="Address of the web page (default 127.0.0.1).")
+@click.option("--port", type=int, help="Port of the web page (default 8765).")
+@pass_app
+def serve(app: App, model: Path | None, workspace: Path | None, host: str | None, port: int | None) -> None:
+    """Run agentd in the foreground until Ctrl-C or SIGTERM."""
+    settings = app.settings(model=model, workspace=workspace, host=host, port=port)
+    with InstanceLock(settings.data_dir):
+        logs.configure(log_file=settings.log_file, level=settings.log_level, console=True)
+        store = app.store()
+        model_path = resolve_model(settings.model)
+        loaded = load_model(model_path)
+        click.echo(
+            f"agentd is serving {settings.data_dir.resolve()}\n"
+            f"  model:     {model_path} (context {loaded.n_ctx} tokens)\n"
+            f"  workspace: {settings.workspace.resolve()}\n"
+            f"  database:  {settings.url}\n"
+            f"  web page:  {daemon.page_address(settings)}\n"
+            "Press Ctrl-C to stop."
+        )
+        anyio.run(daemon.run, settings, store, loaded)

@@ -1,0 +1,107 @@
+"""The one typed settings object, read from defaults < agentd.toml < AGENTD_* environment < flags."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from store.errors import ConfigError
+
+ENV_PREFIX = "AGENTD_"
+CONFIG_ENV = "AGENTD_CONFIG"
+DEFAULT_CONFIG_FILE = Path("agentd.toml")
+
+
+class Settings(BaseModel):
+    """Everything agentd can be told; each field may come from the file, the environment or a flag."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    data_dir: Path = Field(Path(".agentd"), description="holds the database, artifacts and logs")
+    database_url: str | None = Field(None, description="SQLAlchemy URL; default: SQLite file in data_dir")
+    sqlite_synchronous: Literal["full", "normal", "off"] = Field(
+        "full", description="full: a committed event survives power loss; normal: may lose the last commits"
+    )
+    busy_timeout_ms: int = Field(5000, ge=0, description="how long a write waits for another process's lock")
+    model: Path | None = Field(None, description="GGUF file; default: the bundled SmolLM2-135M-Instruct")
+    workspace: Path = Field(Path("."), description="folder a task may read and write unless it names its own")
+    host: str = Field("127.0.0.1", description="address of the web page")
+    port: int = Field(8765, ge=1, le=65535, description="port of the web page")
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "agentd.db"
+
+    @property
+    def url(self) -> str:
+        return self.database_url or f"sqlite:///{self.db_path}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.data_dir / "logs" / "agentd.log"
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.data_dir / "artifacts"
+
+
+def load_settings(
+    config_file: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    **flags: Any,
+) -> Settings:
+    """Merge the sources in precedence order; a bad value names its key and where it came from.
+
+    Flags whose value is None were not given and do not override anything.
+    """
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+
+    path = config_file or _path_or_none(environ.get(CONFIG_ENV))
+    if path is None and DEFAULT_CONFIG_FILE.is_file():
+        path = DEFAULT_CONFIG_FILE
+    if path is not None:
+        for key, value in _read_toml(path).items():
+            values[key], origin[key] = value, str(path)
+
+    for name, value in environ.items():
+        if not name.startswith(ENV_PREFIX) or name == CONFIG_ENV:
+            continue
+        key = name[len(ENV_PREFIX):].lower()
+        values[key], origin[key] = value, name
+
+    for key, value in flags.items():
+        if value is not None:
+            values[key], origin[key] = value, f"--{key.replace('_', '-')}"
+
+    try:
+        return Settings(**values)
+    except ValidationError as e:
+        err = e.errors()[0]
+        key = str(err["loc"][0]) if err["loc"] else "?"
+        where = origin.get(key, "defaults")
+        if err["type"] == "extra_forbidden":
+            raise ConfigError(f"unknown setting {key!r} (from {where})") from None
+        raise ConfigError(f"invalid value for {key} (from {where}): {err['msg']}") from None
+
+
+def _path_or_none(value: str | None) -> Path | None:
+    return Path(value) if value else None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"config file {path} is not valid TOML: {e}") from None
+    except OSError as e:
+        raise ConfigError(f"config file {path} cannot be read: {e.strerror}") from None

@@ -1,0 +1,35 @@
+"""The long-running host: holds the data directory, the store, the model and the web page."""
+
+from __future__ import annotations
+
+import uvicorn
+
+from runtime import logs
+from runtime.config import Settings
+from runtime.inference import LoadedModel
+from runtime.web import create_app
+from store import EventStore
+
+log = logs.get_logger("agentd.daemon")
+
+
+def page_address(settings: Settings) -> str:
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    return f"http://{host}:{settings.port}/"
+
+
+async def run(settings: Settings, store: EventStore, model: LoadedModel) -> None:
+    """Serve until SIGINT or SIGTERM; uvicorn turns either into a graceful shutdown."""
+    config = uvicorn.Config(
+        create_app(store, model.name),
+        host=settings.host,
+        port=settings.port,
+        # Our own logging already routes uvicorn's loggers; its default config would bypass redaction.
+        log_config=None,
+        lifespan="off",
+        access_log=False,
+    )
+    server = uvicorn.Server(config)
+    log.info("serving", page=page_address(settings), last_seq=store.last_seq())
+    await server.serve()
+    log.info("stopped")

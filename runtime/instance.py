@@ -1,0 +1,64 @@
+"""One agentd per data directory: an exclusive lock on a pid file that dies with the process."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+from store.errors import InstanceLocked
+
+
+class InstanceLock:
+    """Held for the life of a serving agentd. flock, unlike a bare pid file, is released by kill -9 too."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / "agentd.pid"
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise InstanceLocked(
+                f"another agentd (pid {holder}) is already serving {self.path.parent}; stop it first"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> InstanceLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def holder_pid(data_dir: Path) -> int | None:
+    """The pid of the agentd serving `data_dir`, or None when nobody holds the lock."""
+    path = data_dir / "agentd.pid"
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            return int(text) if text.isdigit() else None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)

@@ -1,0 +1,32 @@
+"""Task commands as pure decisions: given the task's state, which events (if any) record the command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from store.errors import InvalidCommand
+from store.events import Event, TaskPhase, TaskPhaseChanged, TaskSubmitted
+from store.state import TaskState
+
+
+def submit_task(
+    goal: str,
+    workspace: Path,
+    *,
+    tenant: str = "default",
+    max_steps: int | None = None,
+    max_tokens: int | None = None,
+) -> list[Event]:
+    goal = goal.strip()
+    if not goal:
+        raise InvalidCommand("a task needs a goal: say what the agent should do")
+    if not workspace.is_dir():
+        raise InvalidCommand(f"workspace {workspace} is not a folder")
+    limits = {k: v for k, v in (("max_steps", max_steps), ("max_tokens", max_tokens)) if v is not None}
+    return [TaskSubmitted(goal=goal, workspace=str(workspace.resolve()), tenant=tenant, **limits)]
+
+
+def cancel_task(state: TaskState, reason: str = "cancelled by the operator") -> list[Event]:
+    if state.phase.finished:
+        raise InvalidCommand(f"task {state.task_id} is already {state.phase.value}")
+    return [TaskPhaseChanged(phase=TaskPhase.CANCELLED, reason=reason)]
