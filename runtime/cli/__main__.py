@@ -1,0 +1,3 @@
+from runtime.cli import main
+
+main()

@@ -1,0 +1,50 @@
+"""Shared fixtures: every test gets its own working directory and data directory, and no AGENTD_* leaks in."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Run in a fresh folder with a fresh data directory, whatever the developer's environment holds."""
+    for name in list(os.environ):
+        if name.startswith("AGENTD_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / ".agentd"
+
+
+@pytest.fixture
+def db_url(data_dir: Path) -> str:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{data_dir / 'agentd.db'}"
+
+
+def run_agentd(*args: str, env: dict[str, str] | None = None, input: str | None = None, timeout: float = 60):
+    """Run the real `agentd` command in a subprocess, as a user would."""
+    return subprocess.run(
+        [sys.executable, "-m", "runtime.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        input=input,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def agentd():
+    return run_agentd
