@@ -37,8 +37,9 @@ def create_engines(url: str, *, synchronous: str = "full", busy_timeout_ms: int 
         write = create_engine(url, poolclass=QueuePool, pool_size=1, max_overflow=0)
         read = create_engine(url, pool_size=4, max_overflow=8)
         return Engines(write, read, url)
-    # The writer keeps one connection for its whole life; SQLite allows one writer anyway.
-    write = create_engine(url, poolclass=QueuePool, pool_size=1, max_overflow=0)
+    # The writer keeps one connection for its whole life; SQLite allows one writer anyway. A second
+    # checkout is a bug, so it fails at once instead of waiting for a connection that never returns.
+    write = create_engine(url, poolclass=QueuePool, pool_size=1, max_overflow=0, pool_timeout=1)
     read = create_engine(url, poolclass=NullPool)
     _configure_sqlite(write, synchronous, busy_timeout_ms, begin="BEGIN IMMEDIATE")
     _configure_sqlite(read, synchronous, busy_timeout_ms, begin="BEGIN")

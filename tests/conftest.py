@@ -23,6 +23,12 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
+def anyio_backend() -> str:
+    # agentd runs on asyncio; anyio's pytest plugin would otherwise also try trio.
+    return "asyncio"
+
+
+@pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     return tmp_path / ".agentd"
 

@@ -1,0 +1,85 @@
+"""Event values: immutable, registered by name, decoded with upcasting, rejected clearly when invalid."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from store import EventStore, InvalidEvent, StoreError, UnknownEventType
+from store.events import Event, TaskSubmitted, decode, event_types, upcaster
+
+
+class NoteTaken(Event):
+    """A test-only event at schema version 3, with two historical shapes to upcast from."""
+
+    schema_version = 3
+    text: str
+    author: str
+    tags: tuple[str, ...] = ()
+
+
+@upcaster("NoteTaken", from_version=1)
+def _note_v1_to_v2(payload: dict) -> dict:
+    # Version 1 called the text "body" and had no author.
+    return {"text": payload["body"], "author": "unknown"}
+
+
+@upcaster("NoteTaken", from_version=2)
+def _note_v2_to_v3(payload: dict) -> dict:
+    return {**payload, "tags": payload.get("tags", [])}
+
+
+def test_events_are_immutable_values() -> None:
+    e = TaskSubmitted(goal="g", workspace="/w")
+    with pytest.raises(ValidationError):
+        e.goal = "other"  # type: ignore[misc]
+    assert e == TaskSubmitted(goal="g", workspace="/w")
+
+
+def test_event_types_are_registered_by_name_and_named_in_the_past_tense() -> None:
+    names = event_types()
+    assert "TaskSubmitted" in names and "NoteTaken" in names
+    shipped = [n for n in names if n != "NoteTaken"]
+    assert all(n.endswith(("ed", "en", "Ran", "Read")) for n in shipped), shipped
+
+
+def test_an_old_payload_is_upcast_step_by_step_to_the_current_version() -> None:
+    assert decode("NoteTaken", 1, '{"body": "hi"}') == NoteTaken(text="hi", author="unknown")
+    assert decode("NoteTaken", 2, '{"text": "hi", "author": "ann"}') == NoteTaken(text="hi", author="ann")
+    assert decode("NoteTaken", 3, '{"text": "hi", "author": "ann", "tags": ["x"]}').tags == ("x",)
+
+
+def test_an_event_written_by_an_older_version_still_loads_from_the_log(db_url: str) -> None:
+    with EventStore(db_url) as store:
+        store.append("notes", [NoteTaken(text="now", author="ann")])
+        from store import log
+
+        row = dict(
+            seq=2, event_id="00000000-0000-7000-8000-000000000002", stream_id="notes", stream_version=2,
+            type="NoteTaken", schema_version=1, payload='{"body": "long ago"}',
+            recorded_at="2026-01-01T00:00:00.000000Z", actor="old", causation_id=None, correlation_id=None,
+        )
+        store.in_write_transaction(lambda conn: conn.execute(log.events.insert(), row))
+        assert [r.event.text for r in store.read_stream("notes")] == ["now", "long ago"]
+
+
+def test_a_payload_newer_than_this_agentd_is_an_error_naming_the_seq() -> None:
+    with pytest.raises(StoreError, match="event 7 .*schema version 4"):
+        decode("NoteTaken", 4, "{}", seq=7)
+
+
+def test_an_unknown_type_names_the_type_and_seq() -> None:
+    with pytest.raises(UnknownEventType, match="event 12 has unknown type 'Teleported'"):
+        decode("Teleported", 1, "{}", seq=12)
+
+
+def test_an_invalid_payload_names_the_field() -> None:
+    with pytest.raises(InvalidEvent, match="event 3 \\(TaskSubmitted\\).*goal"):
+        decode("TaskSubmitted", 1, '{"goal": "", "workspace": "/w"}', seq=3)
+    with pytest.raises(InvalidEvent, match="not JSON"):
+        decode("NoteTaken", 1, "{nope", seq=4)
+
+
+def test_unknown_fields_are_rejected_rather_than_dropped() -> None:
+    with pytest.raises(InvalidEvent, match="sneaky: Extra inputs"):
+        decode("TaskSubmitted", 1, '{"goal": "g", "workspace": "/w", "sneaky": 1}', seq=5)

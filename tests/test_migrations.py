@@ -1,0 +1,55 @@
+"""Migrations: from a blank database they produce exactly the models' schema; a newer database is refused."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import create_engine, inspect
+from sqlmodel import SQLModel
+
+import store.tables  # noqa: F401
+from store import EventStore, SchemaTooNew
+from store.migrate import head_revision
+
+
+def test_migrations_from_a_blank_database_produce_exactly_the_models_schema(db_url: str) -> None:
+    EventStore(db_url).close()
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), SQLModel.metadata)
+        assert diff == []
+        assert MigrationContext.configure(conn).get_current_revision() == head_revision()
+        triggers = {r[0] for r in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    assert triggers == {"events_no_update", "events_no_delete"}
+    assert set(inspect(engine).get_table_names()) == {*SQLModel.metadata.tables, "alembic_version"}
+
+
+def test_opening_an_up_to_date_database_runs_no_migration(db_url: str, data_dir: Path) -> None:
+    EventStore(db_url).close()
+    before = hashlib.sha256((data_dir / "agentd.db").read_bytes()).hexdigest()
+    EventStore(db_url).close()
+    assert hashlib.sha256((data_dir / "agentd.db").read_bytes()).hexdigest() == before
+
+
+def test_a_database_written_by_a_newer_agentd_is_refused_and_left_alone(db_url: str, data_dir: Path) -> None:
+    EventStore(db_url).close()
+    engine = create_engine(db_url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE alembic_version SET version_num = '9999_from_the_future'")
+    engine.dispose()
+    before = (data_dir / "agentd.db").read_bytes()
+    with pytest.raises(SchemaTooNew, match="9999_from_the_future.*newer agentd"):
+        EventStore(db_url)
+    assert (data_dir / "agentd.db").read_bytes() == before
+
+
+def test_alembic_ini_points_at_the_shipped_migrations() -> None:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    ini = Path(__file__).resolve().parent.parent / "alembic.ini"
+    assert ScriptDirectory.from_config(Config(str(ini))).get_current_head() == head_revision()
