@@ -28,4 +28,4 @@ def load_model(path: Path, n_ctx: int | None = None) -> LoadedModel:
         llama = Llama(model_path=str(path), n_ctx=n_ctx or 0, flash_attn=True, verbose=False)
     except (ValueError, RuntimeError) as e:
         raise ModelFileError(f"model file {path} could not be loaded by llama.cpp: {e}") from e
-    return LoadedModel(path=path, llama=llama, n_ctx=llama.n_ctx(), n_ctx_train=llama.n_ctx_train())
+    return LoadedModel(path=path, llama=llama, n_ctx=llama.n_ctx(), n_ctx_train=llama._model.n_ctx_train())

@@ -103,6 +103,8 @@ def configure(*, log_file: Path | None, level: str = "info", console: bool | Non
     for handler in handlers:
         root.addHandler(handler)
     root.setLevel(numeric_level)
+    # Alembic narrates every migration step at INFO; agentd logs the outcome itself.
+    logging.getLogger("alembic").setLevel(max(numeric_level, logging.WARNING))
 
     structlog.configure(
         processors=[

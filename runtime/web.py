@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from anyio import to_thread
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -19,13 +20,16 @@ CSP = "default-src 'none'; style-src 'self' 'unsafe-inline'; form-action 'self';
 
 def create_app(store: EventStore, model_name: str) -> Starlette:
     async def index(request: Request):
+        # Store reads are blocking SQL; keep them off the event loop that serves everyone else.
+        tasks = await to_thread.run_sync(store.tasks)
+        last_seq = await to_thread.run_sync(store.last_seq)
         response = TEMPLATES.TemplateResponse(
-            request, "tasks.html", {"tasks": store.tasks()[::-1], "model": model_name, "last_seq": store.last_seq()}
+            request, "tasks.html", {"tasks": tasks[::-1], "model": model_name, "last_seq": last_seq}
         )
         response.headers["Content-Security-Policy"] = CSP
         return response
 
     async def healthz(request: Request):
-        return JSONResponse({"status": "ok", "last_seq": store.last_seq(), "model": model_name})
+        return JSONResponse({"status": "ok", "last_seq": await to_thread.run_sync(store.last_seq), "model": model_name})
 
     return Starlette(routes=[Route("/", index), Route("/healthz", healthz)])
