@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
+from typing import Iterator
+
 import uvicorn
 
 from runtime import logs
@@ -29,7 +34,27 @@ async def run(settings: Settings, store: EventStore, model: LoadedModel) -> None
         lifespan="off",
         access_log=False,
     )
-    server = uvicorn.Server(config)
+    server = _Server(config)
     log.info("serving", page=page_address(settings), last_seq=store.last_seq())
     await server.serve()
     log.info("stopped")
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, minus re-raising the caught signal after shutdown.
+
+    uvicorn re-raises SIGTERM once it has stopped so the default action kills the process; agentd has
+    its own cleanup to run after the server (release the instance lock, close the store), then exits 0.
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        original = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)

@@ -92,6 +92,7 @@ def configure(*, log_file: Path | None, level: str = "info", console: bool | Non
         )
         console_handler = logging.StreamHandler(sys.stderr)
         console_handler.setFormatter(_formatter(renderer, foreign_pre_chain))
+        console_handler.addFilter(_not_file_only)
         handlers.append(console_handler)
 
     root = logging.getLogger()
@@ -120,6 +121,16 @@ def configure(*, log_file: Path | None, level: str = "info", console: bool | Non
         # configure() may run again (tests, CLI re-entry); cached loggers would keep the old chain.
         cache_logger_on_first_use=False,
     )
+
+
+def configured() -> bool:
+    """Whether `configure` has installed handlers (before that, logging would go to structlog's default)."""
+    return bool(_installed_handlers)
+
+
+def _not_file_only(record: logging.LogRecord) -> bool:
+    # A line logged with file_only=True is for the log file: the user was already told in one line.
+    return not (isinstance(record.msg, dict) and record.msg.get("file_only"))
 
 
 def get_logger(name: str | None = None) -> structlog.stdlib.BoundLogger:

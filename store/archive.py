@@ -65,7 +65,8 @@ class _Checker:
             raise ValueError(f"not JSON ({e.msg})") from None
         _check_shape(obj)
         seq, stream_id = obj["seq"], obj["stream_id"]
-        if seq <= self.last_seq:
+        if seq != self.last_seq + 1:
+            # The log has no gaps: seq is assigned under the write lock, one after another.
             raise ValueError(f"seq {seq} does not follow {self.last_seq}")
         expected = self.versions.get(stream_id, 0) + 1
         if obj["stream_version"] != expected:

@@ -35,9 +35,9 @@ class EventStore:
         self.engines = create_engines(url, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
         try:
             if upgrade:
-                migrate.upgrade(self.engines.write, url)
+                migrate.upgrade(self.engines)
             else:
-                migrate.require_current(self.engines.read, url)
+                migrate.require_current(self.engines)
         except BaseException:
             self.engines.dispose()
             raise

@@ -6,9 +6,9 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
-from store.database import translating
+from store.database import Engines, translating
 from store.errors import SchemaTooNew, StoreError
 
 SCRIPT_LOCATION = "store:migrations"
@@ -43,25 +43,28 @@ def check_not_newer(revision: str | None) -> None:
         )
 
 
-def upgrade(engine: Engine, url: str) -> str:
+def upgrade(engines: Engines) -> str:
     """Bring the schema to this agentd's head; return the revision it is at now."""
+    url = engines.url
     with translating(url):
-        with engine.connect() as conn:
+        # Looked at through a read connection first: an up-to-date database (the usual case) must not
+        # make a read-only command wait for another process's write lock.
+        with engines.read.connect() as conn:
             revision = current_revision(conn)
             check_not_newer(revision)
             if revision == head_revision():
                 return revision
-        with engine.begin() as conn:
+        with engines.write.begin() as conn:
             # Checked again under the write lock: another process may have migrated meanwhile.
             check_not_newer(current_revision(conn))
             command.upgrade(alembic_config(conn), "head")
             return current_revision(conn) or ""
 
 
-def require_current(engine: Engine, url: str) -> None:
-    """For read-only commands: refuse a database that is missing, behind, or ahead of this agentd."""
-    with translating(url):
-        with engine.connect() as conn:
+def require_current(engines: Engines) -> None:
+    """Refuse a database that is missing, behind, or ahead of this agentd, without writing to it."""
+    with translating(engines.url):
+        with engines.read.connect() as conn:
             revision = current_revision(conn)
     check_not_newer(revision)
     if revision != head_revision():

@@ -32,16 +32,27 @@ def rebuild_into(source: Connection, scratch_url: str, until: int | None = None)
     """Fold the log read through `source` into the projection tables of a new database at `scratch_url`."""
     engines = create_engines(scratch_url, synchronous="off")
     try:
-        migrate.upgrade(engines.write, scratch_url)
+        migrate.upgrade(engines)
         started = time.perf_counter()
         count = 0
+        records = _translated(log.iter_records(source, until=until), _url_of(source))
         with translating(scratch_url), engines.write.connect() as target, target.begin():
-            for chunk in _chunks(log.iter_records(source, until=until)):
+            for chunk in _chunks(records):
                 projections.apply(target, chunk)
                 count += len(chunk)
         return Rebuild(count, time.perf_counter() - started)
     finally:
         engines.dispose()
+
+
+def _translated(records: Iterator[Recorded], url: str) -> Iterator[Recorded]:
+    """Errors reading the live log name the live database, not the scratch one being written."""
+    with translating(url):
+        yield from records
+
+
+def _url_of(conn: Connection) -> str:
+    return conn.engine.url.render_as_string(hide_password=True)
 
 
 def _chunks(records: Iterator[Recorded]) -> Iterator[list[Recorded]]:
@@ -96,7 +107,7 @@ def verify(source: Connection, scratch_url: str) -> Rebuild:
     result = rebuild_into(source, scratch_url)
     engines = create_engines(scratch_url, synchronous="off")
     try:
-        with translating(scratch_url), engines.read.connect() as rebuilt:
+        with translating(_url_of(source)), engines.read.connect() as rebuilt:
             diff = first_difference(source, rebuilt)
     finally:
         engines.dispose()

@@ -211,7 +211,7 @@ def test_configuring_twice_does_not_duplicate_lines(tmp_path):
     logs.configure(log_file=path, console=False)
     logs.configure(log_file=path, console=False)
     logs.get_logger("agentd.test").info("once")
-    logging.getLogger("alembic").info("once too")
+    logging.getLogger("uvicorn.error").info("once too")
 
     assert [line["event"] for line in lines(path)] == ["once", "once too"]
 
@@ -235,3 +235,12 @@ def test_captured_returns_the_events_logged_inside_it(log_file):
     assert events[0]["step"] == 1
     assert events[0]["task_id"] == "task-7"
     assert [line["event"] for line in lines(log_file)] == ["after capture"]
+
+
+def test_alembic_step_by_step_narration_is_kept_out_of_the_log(tmp_path):
+    path = tmp_path / "agentd.log"
+    logs.configure(log_file=path, console=False)
+    logging.getLogger("alembic.runtime.migration").info("Context impl SQLiteImpl.")
+    logging.getLogger("alembic.runtime.migration").warning("something alembic worries about")
+
+    assert [line["event"] for line in lines(path)] == ["something alembic worries about"]

@@ -56,11 +56,13 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         code = 130
     except AgentdError as e:
-        logs.get_logger("agentd.cli").error("command failed", error=str(e), exc_info=True)
+        if logs.configured():
+            logs.get_logger("agentd.cli").error("command failed", error=str(e), exc_info=True, file_only=True)
         click.echo(f"agentd: {e}", err=True)
         code = e.exit_code
     except Exception as e:  # noqa: BLE001  a bug: one line for the user, the traceback for the log
-        logs.get_logger("agentd.cli").exception("internal error")
+        if logs.configured():
+            logs.get_logger("agentd.cli").exception("internal error", file_only=True)
         click.echo(f"agentd: internal error: {type(e).__name__}: {e} (the traceback is in the log file)", err=True)
         code = INTERNAL_ERROR
     sys.exit(code if isinstance(code, int) else 0)

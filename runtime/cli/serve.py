@@ -24,10 +24,11 @@ def serve(app: App, model: Path | None, workspace: Path | None, host: str | None
     """Run agentd in the foreground until Ctrl-C or SIGTERM."""
     settings = app.settings(model=model, workspace=workspace, host=host, port=port)
     with InstanceLock(settings.data_dir):
-        logs.configure(log_file=settings.log_file, level=settings.log_level, console=True)
         store = app.store()
         model_path = resolve_model(settings.model)
         loaded = load_model(model_path)
+        # From here on the daemon narrates on stderr too; before, a failure is one line from main().
+        logs.configure(log_file=settings.log_file, level=settings.log_level, console=True)
         click.echo(
             f"agentd is serving {settings.data_dir.resolve()}\n"
             f"  model:     {model_path} (context {loaded.n_ctx} tokens)\n"
