@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Iterator, NamedTuple, Sequence
 
 from sqlalchemy import Connection, bindparam, func, select
 
 from store.events import Recorded, decode
-from store.sql import Statement
+from store.sql import RowInsert, Statement
 from store.tables import EventRow
 
 events = EventRow.__table__
@@ -19,15 +18,13 @@ _last_seq = Statement(select(func.coalesce(func.max(events.c.seq), 0)))
 _stream_version = Statement(
     select(func.coalesce(func.max(events.c.stream_version), 0)).where(events.c.stream_id == bindparam("stream_id"))
 )
-INSERT = Statement(events.insert())
+INSERT = RowInsert(events)
 
 
-@dataclass(frozen=True, slots=True)
-class RawEvent:
+class RawEvent(NamedTuple):
     """A row of the `events` table exactly as stored; decoding is a separate, failable step."""
 
     seq: int
-    event_id: str
     stream_id: str
     stream_version: int
     type: str
@@ -40,19 +37,18 @@ class RawEvent:
 
     def decode(self) -> Recorded:
         return Recorded(
-            seq=self.seq,
-            event_id=self.event_id,
-            stream_id=self.stream_id,
-            stream_version=self.stream_version,
-            recorded_at=self.recorded_at,
-            actor=self.actor,
-            causation_id=self.causation_id,
-            correlation_id=self.correlation_id,
-            event=decode(self.type, self.schema_version, self.payload, self.seq),
+            self.seq,
+            self.stream_id,
+            self.stream_version,
+            self.recorded_at,
+            self.actor,
+            self.causation_id,
+            self.correlation_id,
+            decode(self.type, self.schema_version, self.payload, self.seq),
         )
 
 
-assert tuple(RawEvent.__slots__) == COLUMNS, "RawEvent must mirror the events table"
+assert RawEvent._fields == COLUMNS, "RawEvent must mirror the events table"
 
 
 def iter_raw(
@@ -78,15 +74,26 @@ def iter_raw(
     q = q.order_by(events.c.seq.desc() if descending else events.c.seq)
     if limit is not None:
         q = q.limit(limit)
-    result = conn.execution_options(stream_results=True, yield_per=CHUNK).execute(q)
-    for partition in result.partitions(CHUNK):
-        for row in partition:
-            yield RawEvent(*row)
+    # Straight from the driver's cursor: replay reads every row, and SQLAlchemy's result
+    # machinery costs more per row than SQLite does.
+    cursor = Statement(q).execute(conn)
+    make = RawEvent._make
+    while rows := cursor.fetchmany(CHUNK):
+        yield from map(make, rows)
 
 
 def iter_records(conn: Connection, **kw) -> Iterator[Recorded]:
-    for raw in iter_raw(conn, **kw):
-        yield raw.decode()
+    for r in iter_raw(conn, **kw):
+        yield Recorded(
+            r.seq,
+            r.stream_id,
+            r.stream_version,
+            r.recorded_at,
+            r.actor,
+            r.causation_id,
+            r.correlation_id,
+            decode(r.type, r.schema_version, r.payload, r.seq),
+        )
 
 
 def last_seq(conn: Connection) -> int:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Iterable, Sequence
 
 from sqlalchemy import Connection, bindparam, func, select
 
 from store.errors import StoreError
 from store.events import Recorded
-from store.sql import Statement
+from store.sql import RowInsert, Statement
 from store.state import (
     Action,
     Approval,
@@ -29,10 +28,13 @@ task_actions = TaskActionRow.__table__
 approvals = ApprovalRow.__table__
 artifacts = ArtifactRow.__table__
 
-SUMMARY_FIELDS = tuple(f.name for f in fields(TaskSummary))
-ACTION_FIELDS = tuple(f.name for f in fields(Action))
-APPROVAL_FIELDS = tuple(f.name for f in fields(Approval))
-ARTIFACT_FIELDS = tuple(f.name for f in fields(Artifact))
+SUMMARY_FIELDS = TaskSummary._fields
+ACTION_FIELDS = Action._fields
+APPROVAL_FIELDS = Approval._fields
+ARTIFACT_FIELDS = Artifact._fields
+# Both child rows are inserted in table column order: the seq, the task, then the rest of the change.
+assert tuple(c.name for c in task_actions.columns) == ("seq", "task_id", *ACTION_FIELDS[1:])
+assert tuple(c.name for c in artifacts.columns) == ("seq", "task_id", *ARTIFACT_FIELDS[1:])
 
 _load_summary = Statement(select(*[tasks.c[n] for n in SUMMARY_FIELDS]).where(tasks.c.task_id == bindparam("id")))
 _insert_task = Statement(tasks.insert())
@@ -41,8 +43,8 @@ _update_task = Statement(
     .where(tasks.c.task_id == bindparam("b_task_id"))
     .values({n: bindparam(n) for n in SUMMARY_FIELDS if n != "task_id"})
 )
-_insert_action = Statement(task_actions.insert())
-_insert_artifact = Statement(artifacts.insert())
+_insert_action = RowInsert(task_actions)
+_insert_artifact = RowInsert(artifacts)
 _insert_approval = Statement(approvals.insert())
 _approval_exists = Statement(select(approvals.c.approval_id).where(approvals.c.approval_id == bindparam("id")))
 _decide_approval = Statement(
@@ -94,38 +96,34 @@ def apply(conn: Connection, records: Sequence[Recorded]) -> None:
         if change is None:
             continue
         if isinstance(change, Action):
-            new_actions.append((sid, *_values(change)))
+            new_actions.append((change.seq, sid, *change[1:]))
         elif isinstance(change, Artifact):
-            new_artifacts.append((sid, *_values(change)))
+            new_artifacts.append((change.seq, sid, *change[1:]))
         else:
             in_order.append((rec, change))
     if not summaries:
         return
 
-    inserted = [_values(s) for sid, s in summaries.items() if sid not in existing]
+    inserted = [s for sid, s in summaries.items() if sid not in existing]
     if inserted:
         _insert_task.executemany_tuples(conn, SUMMARY_FIELDS, inserted)
-    updated = [(*_values(s), sid) for sid, s in summaries.items() if sid in existing]
+    updated = [(*s, sid) for sid, s in summaries.items() if sid in existing]
     if updated:
         _update_task.executemany_tuples(conn, (*SUMMARY_FIELDS, "b_task_id"), updated)
     if new_actions:
-        _insert_action.executemany_tuples(conn, ("task_id", *ACTION_FIELDS), new_actions)
+        _insert_action.insert(conn, new_actions)
     if new_artifacts:
-        _insert_artifact.executemany_tuples(conn, ("task_id", *ARTIFACT_FIELDS), new_artifacts)
+        _insert_artifact.insert(conn, new_artifacts)
     # Approvals and test results touch rows that may have been inserted just above: apply in log order.
     for rec, change in in_order:
         _apply_change(conn, rec, change)
-
-
-def _values(obj) -> tuple:
-    return tuple(getattr(obj, name) for name in obj.__slots__)
 
 
 def _apply_change(conn: Connection, rec: Recorded, change: object) -> None:
     if isinstance(change, Approval):
         if _approval_exists.scalar(conn, {"id": change.approval_id}) is not None:
             raise StoreError(f"approval {change.approval_id} was already requested (event {rec.seq})")
-        _insert_approval.executemany_tuples(conn, ("task_id", *APPROVAL_FIELDS), [(rec.stream_id, *_values(change))])
+        _insert_approval.executemany_tuples(conn, ("task_id", *APPROVAL_FIELDS), [(rec.stream_id, *change)])
     elif isinstance(change, ApprovalDecided):
         cur = _decide_approval.execute(
             conn,

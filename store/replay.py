@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
 from dataclasses import dataclass
 from typing import Iterator
@@ -36,13 +38,26 @@ def rebuild_into(source: Connection, scratch_url: str, until: int | None = None)
         started = time.perf_counter()
         count = 0
         records = _translated(log.iter_records(source, until=until), _url_of(source))
-        with translating(scratch_url), engines.write.connect() as target, target.begin():
+        with _no_cyclic_gc(), translating(scratch_url), engines.write.connect() as target, target.begin():
             for chunk in _chunks(records):
                 projections.apply(target, chunk)
                 count += len(chunk)
         return Rebuild(count, time.perf_counter() - started)
     finally:
         engines.dispose()
+
+
+@contextlib.contextmanager
+def _no_cyclic_gc():
+    """Replay allocates a few objects per event and frees them at once, none in reference cycles; the
+    cycle collector's passes over the growing heap cost a third of the rebuild time when left on."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _translated(records: Iterator[Recorded], url: str) -> Iterator[Recorded]:

@@ -6,8 +6,8 @@ log and reading the live tables must agree; the property tests hold them to it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Iterable, Union
+from dataclasses import dataclass, field
+from typing import Iterable, NamedTuple, Union
 
 from store.errors import StoreError
 from store.events import (
@@ -43,8 +43,11 @@ TASK_EVENTS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class TaskSummary:
+# Named tuples, not dataclasses: the projections build one per event, and a frozen dataclass costs
+# several times as much to create or copy with a changed field.
+
+
+class TaskSummary(NamedTuple):
     """The task's own fields: one row of the `tasks` table."""
 
     task_id: str
@@ -64,16 +67,14 @@ class TaskSummary:
     last_seq: int
 
 
-@dataclass(frozen=True, slots=True)
-class Action:
+class Action(NamedTuple):
     seq: int
     call_id: str
     tool: str
     status: str
 
 
-@dataclass(frozen=True, slots=True)
-class Approval:
+class Approval(NamedTuple):
     approval_id: str
     call_id: str
     tool: str
@@ -87,8 +88,7 @@ class Approval:
     decision_reason: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Artifact:
+class Artifact(NamedTuple):
     seq: int
     path: str
     operation: str
@@ -98,8 +98,7 @@ class Artifact:
     test_seq: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ApprovalDecided:
+class ApprovalDecided(NamedTuple):
     approval_id: str
     status: str
     seq: int
@@ -107,10 +106,7 @@ class ApprovalDecided:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class TestsRecorded:
-    __test__ = False
-
+class TestsRecorded(NamedTuple):
     paths: tuple[str, ...]
     status: str
     seq: int
@@ -141,14 +137,22 @@ class TaskState:
         return tuple(a for a in self.approvals if a.status == "pending")
 
 
+_TASK_EVENT_TYPES = frozenset(TASK_EVENTS)
+
+
 def is_task_event(rec: Recorded) -> bool:
-    return isinstance(rec.event, TASK_EVENTS)
+    return type(rec.event) in _TASK_EVENT_TYPES
+
+
+# Both functions below run once per event on every append and replay; they dispatch on the exact
+# event class (each type is its own registered class) and build tuples positionally, for speed.
 
 
 def evolve(summary: TaskSummary | None, rec: Recorded) -> TaskSummary:
     """Fold one task event into the task's own fields."""
     e = rec.event
-    if isinstance(e, TaskSubmitted):
+    kind = type(e)
+    if kind is TaskSubmitted:
         if summary is not None:
             raise StoreError(f"task {rec.stream_id} was already submitted (event {rec.seq})")
         return TaskSummary(
@@ -170,38 +174,40 @@ def evolve(summary: TaskSummary | None, rec: Recorded) -> TaskSummary:
         )
     if summary is None:
         raise StoreError(f"event {rec.seq} ({rec.type}) is for {rec.stream_id!r}, which is not a submitted task")
-    fields: dict = {"updated_at": rec.recorded_at, "version": rec.stream_version, "last_seq": rec.seq}
-    if isinstance(e, TaskPhaseChanged):
-        fields["phase"] = e.phase.value
-        fields["finished_at"] = rec.recorded_at if e.phase.finished else None
-    elif isinstance(e, ModelCalled):
-        fields["steps"] = summary.steps + 1
-        fields["tokens_used"] = summary.tokens_used + e.prompt_tokens + e.completion_tokens
-    elif isinstance(e, TestsRan):
-        fields["test_status"] = e.status
-    return replace(summary, **fields)
+    s = summary
+    phase, finished_at, steps, tokens_used, test_status = s.phase, s.finished_at, s.steps, s.tokens_used, s.test_status
+    if kind is ModelCalled:
+        steps += 1
+        tokens_used += e.prompt_tokens + e.completion_tokens
+    elif kind is TaskPhaseChanged:
+        phase = e.phase.value
+        finished_at = rec.recorded_at if e.phase.finished else None
+    elif kind is TestsRan:
+        test_status = e.status
+    return TaskSummary(
+        s.task_id, s.goal, s.workspace, s.tenant, phase, s.max_steps, s.max_tokens, steps, tokens_used,
+        test_status, s.submitted_at, rec.recorded_at, finished_at, rec.stream_version, rec.seq,
+    )
+
+
+_CHANGES = {
+    ToolCallExecuted: lambda r, e: Action(r.seq, e.call_id, e.tool, e.status),
+    ApprovalRequested: lambda r, e: Approval(
+        e.approval_id, e.call_id, e.tool, e.arguments_hash, "pending", e.reason, e.expires_at, r.seq
+    ),
+    ApprovalGranted: lambda r, e: ApprovalDecided(e.approval_id, "granted", r.seq, e.by, ""),
+    ApprovalDenied: lambda r, e: ApprovalDecided(e.approval_id, "denied", r.seq, e.by, e.reason),
+    ArtifactRead: lambda r, e: Artifact(r.seq, e.path, "read", e.sha256, e.size),
+    ArtifactWritten: lambda r, e: Artifact(r.seq, e.path, "write", e.sha256, e.size),
+    ArtifactDeleted: lambda r, e: Artifact(r.seq, e.path, "delete", None, None),
+    TestsRan: lambda r, e: TestsRecorded(e.paths, e.status, r.seq) if e.paths else None,
+}
 
 
 def changes(rec: Recorded) -> Change | None:
     """What one task event adds to or changes in the task's lists (actions, approvals, artifacts)."""
-    e = rec.event
-    if isinstance(e, ToolCallExecuted):
-        return Action(rec.seq, e.call_id, e.tool, e.status)
-    if isinstance(e, ApprovalRequested):
-        return Approval(e.approval_id, e.call_id, e.tool, e.arguments_hash, "pending", e.reason, e.expires_at, rec.seq)
-    if isinstance(e, ApprovalGranted):
-        return ApprovalDecided(e.approval_id, "granted", rec.seq, e.by, "")
-    if isinstance(e, ApprovalDenied):
-        return ApprovalDecided(e.approval_id, "denied", rec.seq, e.by, e.reason)
-    if isinstance(e, ArtifactRead):
-        return Artifact(rec.seq, e.path, "read", e.sha256, e.size)
-    if isinstance(e, ArtifactWritten):
-        return Artifact(rec.seq, e.path, "write", e.sha256, e.size)
-    if isinstance(e, ArtifactDeleted):
-        return Artifact(rec.seq, e.path, "delete", None, None)
-    if isinstance(e, TestsRan) and e.paths:
-        return TestsRecorded(e.paths, e.status, rec.seq)
-    return None
+    make = _CHANGES.get(type(rec.event))
+    return None if make is None else make(rec, rec.event)
 
 
 @dataclass
@@ -224,8 +230,7 @@ class _Builder:
             current = self.approvals.get(change.approval_id)
             if current is None or current.status != "pending":
                 raise StoreError(f"event {rec.seq} decides approval {change.approval_id}, which is not pending")
-            self.approvals[change.approval_id] = replace(
-                current,
+            self.approvals[change.approval_id] = current._replace(
                 status=change.status,
                 decided_seq=change.seq,
                 decided_by=change.by,
@@ -237,8 +242,8 @@ class _Builder:
             for path in change.paths:
                 latest = _latest_index(self.artifacts, path)
                 if latest is not None:
-                    self.artifacts[latest] = replace(
-                        self.artifacts[latest], test_status=change.status, test_seq=change.seq
+                    self.artifacts[latest] = self.artifacts[latest]._replace(
+                        test_status=change.status, test_seq=change.seq
                     )
 
     def build(self) -> TaskState:

@@ -20,7 +20,6 @@ class EventRow(SQLModel, table=True):
     # Assigned by the single writer under the write lock, not by an autoincrement, so that commit order
     # and seq order agree on every backend and a reader tailing `seq > cursor` never skips a row.
     seq: int = Field(sa_column=Column(SEQ, primary_key=True, autoincrement=False))
-    event_id: str = Field(max_length=36, unique=True)
     stream_id: str = Field(max_length=200)
     stream_version: int
     type: str = Field(max_length=100)

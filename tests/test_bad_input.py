@@ -83,8 +83,8 @@ def insert_raw_event(db_path: Path, stream_id: str, type_name: str, payload: str
                 "SELECT coalesce(max(stream_version), 0) + 1 FROM events WHERE stream_id = ?", (stream_id,)
             ).fetchone()[0]
             conn.execute(
-                "INSERT INTO events VALUES (?, ?, ?, ?, ?, 1, ?, '2026-11-29T12:00:00.000000Z', 'test', NULL, NULL)",
-                (seq, f"raw-{seq}", stream_id, version, type_name, payload),
+                "INSERT INTO events VALUES (?, ?, ?, ?, 1, ?, '2026-11-29T12:00:00.000000Z', 'test', NULL, NULL)",
+                (seq, stream_id, version, type_name, payload),
             )
     finally:
         conn.close()
@@ -95,7 +95,6 @@ def export_line(seq: int, stream_id: str, version: int, type_name: str, payload:
     return json.dumps(
         {
             "seq": seq,
-            "event_id": f"00000000-0000-7000-8000-{seq:012d}",
             "stream_id": stream_id,
             "stream_version": version,
             "type": type_name,

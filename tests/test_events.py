@@ -55,7 +55,7 @@ def test_an_event_written_by_an_older_version_still_loads_from_the_log(db_url: s
         from store import log
 
         row = dict(
-            seq=2, event_id="00000000-0000-7000-8000-000000000002", stream_id="notes", stream_version=2,
+            seq=2, stream_id="notes", stream_version=2,
             type="NoteTaken", schema_version=1, payload='{"body": "long ago"}',
             recorded_at="2026-01-01T00:00:00.000000Z", actor="old", causation_id=None, correlation_id=None,
         )

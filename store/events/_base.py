@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -63,26 +62,33 @@ def event_types() -> list[str]:
 
 def decode(type_name: str, schema_version: int, payload: str, seq: int | None = None) -> Event:
     """Load a stored payload as its current event class, upcasting older versions step by step."""
-    cls = event_class(type_name, seq)
+    cls = _registry.get(type_name)
+    if cls is None:
+        raise UnknownEventType(type_name, seq)
     try:
         if schema_version == cls.schema_version:
-            return cls.model_validate_json(payload)
-        if schema_version > cls.schema_version:
-            raise StoreError(
-                f"event {seq} ({type_name}) has schema version {schema_version}; this agentd knows "
-                f"up to {cls.schema_version}"
-            )
-        data = json.loads(payload)
-        for version in range(schema_version, cls.schema_version):
-            step = _upcasters.get((type_name, version))
-            if step is None:
-                raise InvalidEvent(type_name, f"no upcaster from schema version {version}", seq)
-            data = step(data)
-        return cls.model_validate(data)
+            # The validator itself, not model_validate_json: replay calls this once per event.
+            return cls.__pydantic_validator__.validate_json(payload)
+        return _upcast(cls, type_name, schema_version, payload, seq)
     except ValidationError as e:
         raise InvalidEvent(type_name, _first_error(e), seq) from None
     except json.JSONDecodeError as e:
         raise InvalidEvent(type_name, f"not JSON ({e.msg})", seq) from None
+
+
+def _upcast(cls: type[Event], type_name: str, schema_version: int, payload: str, seq: int | None) -> Event:
+    if schema_version > cls.schema_version:
+        raise StoreError(
+            f"event {seq} ({type_name}) has schema version {schema_version}; this agentd knows "
+            f"up to {cls.schema_version}"
+        )
+    data = json.loads(payload)
+    for version in range(schema_version, cls.schema_version):
+        step = _upcasters.get((type_name, version))
+        if step is None:
+            raise InvalidEvent(type_name, f"no upcaster from schema version {version}", seq)
+        data = step(data)
+    return cls.model_validate(data)
 
 
 def _first_error(e: ValidationError) -> str:
@@ -91,12 +97,13 @@ def _first_error(e: ValidationError) -> str:
     return f"{loc}: {err['msg']}"
 
 
-@dataclass(frozen=True, slots=True)
-class Recorded:
-    """An event as the log holds it: the value plus where and when it was recorded."""
+class Recorded(NamedTuple):
+    """An event as the log holds it: the value plus where and when it was recorded.
+
+    A named tuple because appends and replays make one per event; it is as immutable as a dataclass.
+    """
 
     seq: int
-    event_id: str
     stream_id: str
     stream_version: int
     recorded_at: str

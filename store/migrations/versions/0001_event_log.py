@@ -20,7 +20,6 @@ def upgrade() -> None:
     op.create_table(
         "events",
         sa.Column("seq", SEQ, primary_key=True, autoincrement=False),
-        sa.Column("event_id", sa.String(36), nullable=False),
         sa.Column("stream_id", sa.String(200), nullable=False),
         sa.Column("stream_version", sa.Integer(), nullable=False),
         sa.Column("type", sa.String(100), nullable=False),
@@ -31,7 +30,6 @@ def upgrade() -> None:
         sa.Column("causation_id", sa.String(36), nullable=True),
         sa.Column("correlation_id", sa.String(36), nullable=True),
         sa.UniqueConstraint("stream_id", "stream_version", name="uq_events_stream_version"),
-        sa.UniqueConstraint("event_id"),
     )
     op.create_table(
         "tasks",
