@@ -74,8 +74,23 @@ class EventStore:
         """Append events to one stream atomically; raises ConcurrencyConflict if `expected_version` is stale."""
         return self.submit(stream_id, events, **kw).result()
 
-    async def append_async(self, stream_id: str, events: Sequence[Event], **kw) -> list[Recorded]:
-        return await asyncio.wrap_future(self.submit(stream_id, events, **kw))
+    async def append_async(
+        self,
+        stream_id: str,
+        events: Sequence[Event],
+        *,
+        expected_version: int | None = ANY,
+        actor: str = "agentd",
+        causation_id: str | None = None,
+        correlation_id: str | None = None,
+    ) -> list[Recorded]:
+        """Append without blocking the event loop: the commit runs in the writer's background thread,
+        together with whatever else was queued meanwhile."""
+        future = self._writer.enqueue(
+            AppendRequest(stream_id, tuple(events), expected_version, actor, causation_id, correlation_id)
+        )
+        self._writer.lead_in_background()
+        return await asyncio.wrap_future(future)
 
     def in_write_transaction(self, fn):
         """Run `fn(conn)` in the writer's thread in a write transaction of its own (bulk operations)."""

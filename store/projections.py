@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from sqlalchemy import Connection, bindparam, func, select
 
@@ -14,6 +14,7 @@ from store.state import (
     Approval,
     ApprovalDecided,
     Artifact,
+    Change,
     TaskState,
     TaskSummary,
     TestsRecorded,
@@ -46,14 +47,12 @@ _update_task = Statement(
 _insert_action = RowInsert(task_actions)
 _insert_artifact = RowInsert(artifacts)
 _insert_approval = Statement(approvals.insert())
-_approval_exists = Statement(select(approvals.c.approval_id).where(approvals.c.approval_id == bindparam("id")))
+_approval_state = Statement(
+    select(approvals.c.task_id, approvals.c.status).where(approvals.c.approval_id == bindparam("id"))
+)
 _decide_approval = Statement(
     approvals.update()
-    .where(
-        approvals.c.approval_id == bindparam("b_id"),
-        approvals.c.task_id == bindparam("b_task"),
-        approvals.c.status == "pending",
-    )
+    .where(approvals.c.approval_id == bindparam("b_id"))
     .values(
         status=bindparam("status"),
         decided_seq=bindparam("decided_seq"),
@@ -75,69 +74,133 @@ _record_test = Statement(
 )
 
 
+class Projector:
+    """Folds a batch of appends into the projection tables: reads what it needs once, checks each
+    request in memory, and writes everything in one go at the end.
+
+    A request that the fold refuses (a task event for a task never submitted, a decision on an approval
+    that is not pending) raises from `stage` and leaves nothing staged, so the writer can drop that one
+    request and still commit the rest of the batch without savepoints.
+    """
+
+    def __init__(self, conn: Connection, known: Mapping[str, TaskSummary | None] | None = None) -> None:
+        self.conn = conn
+        # Task rows the caller already knows to be current (the writer's cache); read, never written.
+        self._known = known or {}
+        self._summaries: dict[str, TaskSummary | None] = {}
+        self._existing: set[str] = set()
+        self._touched: dict[str, None] = {}
+        # approval id -> (task id, status), as loaded or as staged
+        self._approvals: dict[str, tuple[str, str]] = {}
+        self._actions: list[tuple] = []
+        self._artifacts: list[tuple] = []
+        self._in_order: list[tuple[Recorded, Change]] = []
+
+    def _summary(self, task_id: str) -> TaskSummary | None:
+        # One cached-statement query per task: cheaper than one IN query for the few tasks of a batch.
+        if task_id not in self._summaries:
+            found = self._known[task_id] if task_id in self._known else load_summary(self.conn, task_id)
+            self._summaries[task_id] = found
+            if found is not None:
+                self._existing.add(task_id)
+        return self._summaries[task_id]
+
+    def _approval(self, approval_id: str) -> tuple[str, str] | None:
+        if approval_id not in self._approvals:
+            row = _approval_state.execute(self.conn, {"id": approval_id}).fetchone()
+            if row is None:
+                return None
+            self._approvals[approval_id] = (row[0], row[1])
+        return self._approvals[approval_id]
+
+    def stage(self, records: Sequence[Recorded]) -> None:
+        """Fold one request's events; all of them are staged, or (on StoreError) none."""
+        summaries: dict[str, TaskSummary] = {}
+        approvals: dict[str, tuple[str, str]] = {}
+        actions: list[tuple] = []
+        artifacts_: list[tuple] = []
+        in_order: list[tuple[Recorded, Change]] = []
+        for rec in records:
+            if not is_task_event(rec):
+                continue
+            sid = rec.stream_id
+            summaries[sid] = evolve(summaries[sid] if sid in summaries else self._summary(sid), rec)
+            change = changes(rec)
+            if change is None:
+                continue
+            kind = type(change)
+            if kind is Action:
+                actions.append((change.seq, sid, *change[1:]))
+            elif kind is Artifact:
+                artifacts_.append((change.seq, sid, *change[1:]))
+            else:
+                if kind is Approval:
+                    known = approvals.get(change.approval_id) or self._approval(change.approval_id)
+                    if known is not None:
+                        raise StoreError(f"approval {change.approval_id} was already requested (event {rec.seq})")
+                    approvals[change.approval_id] = (sid, "pending")
+                elif kind is ApprovalDecided:
+                    known = approvals.get(change.approval_id) or self._approval(change.approval_id)
+                    if known != (sid, "pending"):
+                        raise StoreError(
+                            f"event {rec.seq} decides approval {change.approval_id}, which is not pending"
+                        )
+                    approvals[change.approval_id] = (sid, change.status)
+                in_order.append((rec, change))
+        self._summaries.update(summaries)
+        self._touched.update(dict.fromkeys(summaries))
+        self._approvals.update(approvals)
+        self._actions += actions
+        self._artifacts += artifacts_
+        self._in_order += in_order
+
+    @property
+    def summaries(self) -> Mapping[str, TaskSummary | None]:
+        """Every task row this projector read or wrote, as it stands after `flush`."""
+        return self._summaries
+
+    def flush(self) -> None:
+        """Write everything staged so far."""
+        conn = self.conn
+        inserted = [self._summaries[t] for t in self._touched if t not in self._existing]
+        if inserted:
+            _insert_task.executemany_tuples(conn, SUMMARY_FIELDS, inserted)
+        updated = [(*self._summaries[t], t) for t in self._touched if t in self._existing]
+        if updated:
+            _update_task.executemany_tuples(conn, (*SUMMARY_FIELDS, "b_task_id"), updated)
+        if self._actions:
+            _insert_action.insert(conn, self._actions)
+        if self._artifacts:
+            _insert_artifact.insert(conn, self._artifacts)
+        # Approvals and test results touch rows that may have been inserted just above: apply in log order.
+        for rec, change in self._in_order:
+            _apply_change(conn, rec, change)
+        self._existing.update(self._touched)
+        self._touched.clear()
+        self._actions, self._artifacts, self._in_order = [], [], []
+
+
 def apply(conn: Connection, records: Sequence[Recorded]) -> None:
     """Fold `records` (in log order) into the projection tables inside the caller's transaction."""
-    summaries: dict[str, TaskSummary | None] = {}
-    existing: set[str] = set()
-    new_actions: list[tuple] = []
-    new_artifacts: list[tuple] = []
-    in_order: list[tuple[Recorded, object]] = []
-    for rec in records:
-        if not is_task_event(rec):
-            continue
-        sid = rec.stream_id
-        if sid not in summaries:
-            found = load_summary(conn, sid)
-            if found is not None:
-                existing.add(sid)
-            summaries[sid] = found
-        summaries[sid] = evolve(summaries[sid], rec)
-        change = changes(rec)
-        if change is None:
-            continue
-        if isinstance(change, Action):
-            new_actions.append((change.seq, sid, *change[1:]))
-        elif isinstance(change, Artifact):
-            new_artifacts.append((change.seq, sid, *change[1:]))
-        else:
-            in_order.append((rec, change))
-    if not summaries:
-        return
-
-    inserted = [s for sid, s in summaries.items() if sid not in existing]
-    if inserted:
-        _insert_task.executemany_tuples(conn, SUMMARY_FIELDS, inserted)
-    updated = [(*s, sid) for sid, s in summaries.items() if sid in existing]
-    if updated:
-        _update_task.executemany_tuples(conn, (*SUMMARY_FIELDS, "b_task_id"), updated)
-    if new_actions:
-        _insert_action.insert(conn, new_actions)
-    if new_artifacts:
-        _insert_artifact.insert(conn, new_artifacts)
-    # Approvals and test results touch rows that may have been inserted just above: apply in log order.
-    for rec, change in in_order:
-        _apply_change(conn, rec, change)
+    projector = Projector(conn)
+    projector.stage(records)
+    projector.flush()
 
 
-def _apply_change(conn: Connection, rec: Recorded, change: object) -> None:
+def _apply_change(conn: Connection, rec: Recorded, change: Change) -> None:
     if isinstance(change, Approval):
-        if _approval_exists.scalar(conn, {"id": change.approval_id}) is not None:
-            raise StoreError(f"approval {change.approval_id} was already requested (event {rec.seq})")
         _insert_approval.executemany_tuples(conn, ("task_id", *APPROVAL_FIELDS), [(rec.stream_id, *change)])
     elif isinstance(change, ApprovalDecided):
-        cur = _decide_approval.execute(
+        _decide_approval.execute(
             conn,
             {
                 "b_id": change.approval_id,
-                "b_task": rec.stream_id,
                 "status": change.status,
                 "decided_seq": change.seq,
                 "decided_by": change.by,
                 "decision_reason": change.reason,
             },
         )
-        if cur.rowcount != 1:
-            raise StoreError(f"event {rec.seq} decides approval {change.approval_id}, which is not pending")
     elif isinstance(change, TestsRecorded):
         for path in change.paths:
             latest = _latest_artifact.scalar(conn, {"task": rec.stream_id, "path": path, "before": change.seq})

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from store import EventStore
+from store import ConcurrencyConflict, EventStore
+from store.events import ModelCalled, TaskPhase, TaskPhaseChanged
 from tests.store_contract import StoreContract, submitted
 
 
@@ -45,3 +46,37 @@ def test_readers_are_not_blocked_by_an_open_write_transaction(db_url: str) -> No
             store.in_write_transaction(write_and_read)
         assert seen == [1]
         assert store.last_seq() == 1
+
+
+def test_a_write_by_another_connection_between_batches_is_seen_by_the_next_append(db_url: str) -> None:
+    """The writer remembers stream versions between its batches; another writer's commit must void that."""
+    with EventStore(db_url) as mine, EventStore(db_url) as theirs:
+        mine.append("t-a", [submitted()], expected_version=0)
+        theirs.append("t-a", [TaskPhaseChanged(phase=TaskPhase.RUNNING)], expected_version=1)
+        with pytest.raises(ConcurrencyConflict) as err:
+            mine.append("t-a", [TaskPhaseChanged(phase=TaskPhase.CANCELLED)], expected_version=1)
+        assert err.value.actual == 2
+        [rec] = mine.append("t-a", [TaskPhaseChanged(phase=TaskPhase.COMPLETED)], expected_version=2)
+        assert (rec.seq, rec.stream_version) == (3, 3)
+        assert mine.task("t-a").summary.phase == "completed"
+        assert theirs.task("t-a").summary.version == 3
+
+
+@pytest.mark.anyio
+async def test_many_async_appenders_share_commits_and_all_land(db_url: str) -> None:
+    import anyio
+
+    with EventStore(db_url) as store:
+        async def appender(n: int) -> None:
+            await store.append_async(f"t-{n}", [submitted()], expected_version=0)
+            for version in range(1, 20):
+                await store.append_async(
+                    f"t-{n}", [ModelCalled(call_index=version, model="m", prompt_tokens=1, completion_tokens=1)],
+                    expected_version=version,
+                )
+
+        async with anyio.create_task_group() as tg:
+            for n in range(16):
+                tg.start_soon(appender, n)
+        assert store.last_seq() == 16 * 20
+        assert all(store.task(f"t-{n}").summary.steps == 19 for n in range(16))
