@@ -12,7 +12,7 @@ from store import log, migrate, projections
 from store.database import create_engines, translating
 from store.events import Event, Recorded
 from store.state import TaskState, TaskSummary, fold
-from store.writer import AppendRequest, Writer
+from store.writer import AppendRequest, Writer, WriterStats
 
 ANY = None
 """Expected version meaning: append whatever the stream's version is."""
@@ -91,6 +91,10 @@ class EventStore:
         )
         self._writer.lead_in_background()
         return await asyncio.wrap_future(future)
+
+    @property
+    def writer_stats(self) -> WriterStats:
+        return self._writer.stats
 
     def in_write_transaction(self, fn):
         """Run `fn(conn)` in the writer's thread in a write transaction of its own (bulk operations)."""

@@ -7,8 +7,9 @@ one once per dialect and hands the text straight to the driver.
 
 from __future__ import annotations
 
+import contextlib
 from itertools import chain
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from sqlalchemy import Connection, Table
 from sqlalchemy.sql import ClauseElement
@@ -68,23 +69,37 @@ class Statement:
         return None if row is None else row[0]
 
 
-def _cursor(conn: Connection):
-    # The connection SQLAlchemy holds, inside the transaction SQLAlchemy began.
+def cursor(conn: Connection):
+    """A cursor of the driver connection SQLAlchemy holds, in whatever transaction is open on it."""
     return conn.connection.dbapi_connection.cursor()
 
 
-def savepoint(conn: Connection, name: str) -> None:
-    _cursor(conn).execute(f"SAVEPOINT {name}")
+_cursor = cursor
 
 
-def release(conn: Connection, name: str) -> None:
-    _cursor(conn).execute(f"RELEASE SAVEPOINT {name}")
+@contextlib.contextmanager
+def write_transaction(conn: Connection) -> Iterator[None]:
+    """One write transaction for the append path.
 
-
-def rollback_to(conn: Connection, name: str) -> None:
-    cur = _cursor(conn)
-    cur.execute(f"ROLLBACK TO SAVEPOINT {name}")
-    cur.execute(f"RELEASE SAVEPOINT {name}")
+    On SQLite it is driven on the driver connection itself: SQLAlchemy's begin and commit, with the
+    event listener that issues BEGIN IMMEDIATE, cost about 50 us per commit, a sixth of a durable
+    single append. Other backends use SQLAlchemy's transaction as usual.
+    """
+    if conn.dialect.name != "sqlite":
+        with conn.begin():
+            yield
+        return
+    raw = conn.connection.dbapi_connection
+    raw.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        # SQLite rolls back by itself after some errors (a full disk, say); a second ROLLBACK would
+        # then fail and hide the error that matters.
+        if raw.in_transaction:
+            raw.execute("ROLLBACK")
+        raise
+    raw.execute("COMMIT")
 
 
 class RowInsert:
