@@ -69,7 +69,7 @@ _latest_artifact = Statement(
 )
 _record_test = Statement(
     artifacts.update()
-    .where(artifacts.c.seq == bindparam("b_seq"))
+    .where(artifacts.c.task_id == bindparam("b_task"), artifacts.c.seq == bindparam("b_seq"))
     .values(test_status=bindparam("test_status"), test_seq=bindparam("test_seq"))
 )
 
@@ -205,7 +205,9 @@ def _apply_change(conn: Connection, rec: Recorded, change: Change) -> None:
         for path in change.paths:
             latest = _latest_artifact.scalar(conn, {"task": rec.stream_id, "path": path, "before": change.seq})
             if latest is not None:
-                _record_test.execute(conn, {"b_seq": latest, "test_status": change.status, "test_seq": change.seq})
+                _record_test.execute(
+                    conn, {"b_task": rec.stream_id, "b_seq": latest, "test_status": change.status, "test_seq": change.seq}
+                )
 
 
 def load_summary(conn: Connection, task_id: str) -> TaskSummary | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Index, Integer, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Column, Integer, PrimaryKeyConstraint, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -41,7 +41,9 @@ class TaskRow(SQLModel, table=True):
     goal: str = Field(sa_column=Column(Text, nullable=False))
     workspace: str = Field(sa_column=Column(Text, nullable=False))
     tenant: str = Field(max_length=200)
-    phase: str = Field(max_length=32, index=True)
+    # No index on phase: the table holds a row per task, and an index entry rewritten with every
+    # event would be one more page in every commit.
+    phase: str = Field(max_length=32)
     max_steps: int
     max_tokens: int
     steps: int
@@ -54,13 +56,20 @@ class TaskRow(SQLModel, table=True):
     last_seq: int = Field(sa_column=Column(BigInteger, nullable=False))
 
 
+# The per-task lists are clustered on (task_id, seq), WITHOUT ROWID on SQLite: one B-tree holds the
+# rows in the order a task's page reads them, and an insert writes one page instead of a table page
+# plus an index page.
+CLUSTERED = {"sqlite_with_rowid": False}
+
+
 class TaskActionRow(SQLModel, table=True):
     """A completed action of a task: one executed tool call."""
 
     __tablename__ = "task_actions"
+    __table_args__ = (PrimaryKeyConstraint("task_id", "seq"), CLUSTERED)
 
-    seq: int = Field(sa_column=Column(SEQ, primary_key=True, autoincrement=False))
-    task_id: str = Field(foreign_key="tasks.task_id", max_length=200, index=True)
+    seq: int = Field(sa_column=Column(BigInteger, nullable=False))
+    task_id: str = Field(foreign_key="tasks.task_id", max_length=200)
     call_id: str = Field(max_length=64)
     tool: str = Field(max_length=100)
     status: str = Field(max_length=32)
@@ -89,9 +98,9 @@ class ArtifactRow(SQLModel, table=True):
     """The artifact index: every file a task read, wrote or deleted, with its hash and test result."""
 
     __tablename__ = "artifacts"
-    __table_args__ = (Index("ix_artifacts_task_path", "task_id", "path"),)
+    __table_args__ = (PrimaryKeyConstraint("task_id", "seq"), CLUSTERED)
 
-    seq: int = Field(sa_column=Column(SEQ, primary_key=True, autoincrement=False))
+    seq: int = Field(sa_column=Column(BigInteger, nullable=False))
     task_id: str = Field(foreign_key="tasks.task_id", max_length=200)
     path: str = Field(sa_column=Column(Text, nullable=False))
     operation: str = Field(max_length=16)

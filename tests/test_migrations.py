@@ -24,6 +24,12 @@ def test_migrations_from_a_blank_database_produce_exactly_the_models_schema(db_u
         assert diff == []
         assert MigrationContext.configure(conn).get_current_revision() == head_revision()
         triggers = {r[0] for r in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+        clustered = {
+            r[0] for r in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE sql LIKE '%WITHOUT ROWID%'")
+        }
+    # compare_metadata does not look at table options; the clustered lists must be created as such.
+    assert clustered == {t.name for t in SQLModel.metadata.sorted_tables if t.dialect_options["sqlite"]["with_rowid"] is False}
+    assert clustered == {"task_actions", "artifacts"}
     assert triggers == {"events_no_update", "events_no_delete"}
     assert set(inspect(engine).get_table_names()) == {*SQLModel.metadata.tables, "alembic_version"}
 

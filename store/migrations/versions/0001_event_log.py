@@ -49,16 +49,16 @@ def upgrade() -> None:
         sa.Column("version", sa.Integer(), nullable=False),
         sa.Column("last_seq", sa.BigInteger(), nullable=False),
     )
-    op.create_index("ix_tasks_phase", "tasks", ["phase"])
     op.create_table(
         "task_actions",
-        sa.Column("seq", SEQ, primary_key=True, autoincrement=False),
+        sa.Column("seq", sa.BigInteger(), nullable=False),
         sa.Column("task_id", sa.String(200), sa.ForeignKey("tasks.task_id"), nullable=False),
         sa.Column("call_id", sa.String(64), nullable=False),
         sa.Column("tool", sa.String(100), nullable=False),
         sa.Column("status", sa.String(32), nullable=False),
+        sa.PrimaryKeyConstraint("task_id", "seq"),
+        sqlite_with_rowid=False,
     )
-    op.create_index("ix_task_actions_task_id", "task_actions", ["task_id"])
     op.create_table(
         "approvals",
         sa.Column("approval_id", sa.String(64), primary_key=True),
@@ -77,7 +77,7 @@ def upgrade() -> None:
     op.create_index("ix_approvals_task_id", "approvals", ["task_id"])
     op.create_table(
         "artifacts",
-        sa.Column("seq", SEQ, primary_key=True, autoincrement=False),
+        sa.Column("seq", sa.BigInteger(), nullable=False),
         sa.Column("task_id", sa.String(200), sa.ForeignKey("tasks.task_id"), nullable=False),
         sa.Column("path", sa.Text(), nullable=False),
         sa.Column("operation", sa.String(16), nullable=False),
@@ -85,8 +85,9 @@ def upgrade() -> None:
         sa.Column("size", sa.BigInteger(), nullable=True),
         sa.Column("test_status", sa.String(16), nullable=True),
         sa.Column("test_seq", sa.BigInteger(), nullable=True),
+        sa.PrimaryKeyConstraint("task_id", "seq"),
+        sqlite_with_rowid=False,
     )
-    op.create_index("ix_artifacts_task_path", "artifacts", ["task_id", "path"])
     _forbid_changes_to_events()
 
 
