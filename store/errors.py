@@ -81,3 +81,15 @@ class NotFound(AgentdError):
 
 class InvalidCommand(AgentdError):
     """A command is not allowed in the current state (for example, cancelling a finished task)."""
+
+
+class InferenceError(AgentdError):
+    """The model could not produce an answer (it failed, or the endpoint did not respond)."""
+
+
+class ContextOverflow(AgentdError):
+    """What a decision must see does not fit the model's context window; nothing was cut silently."""
+
+
+class ToolError(AgentdError):
+    """A tool call was refused or failed; the message says which and why."""
