@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
-import time
+import threading
 from pathlib import Path
 
 import click
@@ -70,18 +71,24 @@ def tail(app: App, task_id: str | None, types: tuple[str, ...], last: int, as_js
         cursor = log.last_seq(conn)
     if raws:
         _print_lines(raws, as_json)
-    try:
-        while True:
-            # Seq is assigned under the write lock, so nothing can commit below the cursor later.
-            with store.reading() as conn:
-                raws = list(log.iter_raw(conn, after=cursor, stream_id=task_id, types=types))
-                cursor = max(cursor, log.last_seq(conn))
-            if raws:
-                _print_lines(raws, as_json)
-            else:
-                time.sleep(POLL_SECONDS)
-    except KeyboardInterrupt:
-        return
+    stop = _stop_on_signals()
+    while not stop.is_set():
+        # Seq is assigned under the write lock, so nothing can commit below the cursor later.
+        with store.reading() as conn:
+            raws = list(log.iter_raw(conn, after=cursor, stream_id=task_id, types=types))
+            cursor = max(cursor, log.last_seq(conn))
+        if raws:
+            _print_lines(raws, as_json)
+        else:
+            stop.wait(POLL_SECONDS)
+
+
+def _stop_on_signals() -> threading.Event:
+    """Ctrl-C or SIGTERM ends the follow loop between polls, not in the middle of a database read."""
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    return stop
 
 
 def _print_lines(raws: list[RawEvent], as_json: bool) -> None:
