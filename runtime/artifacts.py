@@ -1,0 +1,96 @@
+"""A content-addressed blob store: each artifact is named by its sha256 and written once, atomically."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from store.errors import NotFound, StoreError
+
+REF_PREFIX = "artifact://sha256/"
+# fullmatch on a closed alphabet: a ref can never carry "/", "..", or a NUL into a file path.
+_REF = re.compile(r"artifact://sha256/(?P<hex>[0-9a-f]{64})")
+
+
+def ref_for(data: bytes) -> str:
+    """The ref `put(data)` returns, without storing anything."""
+    return REF_PREFIX + hashlib.sha256(data).hexdigest()
+
+
+def is_ref(value: str) -> bool:
+    return isinstance(value, str) and _REF.fullmatch(value) is not None
+
+
+class ArtifactStore:
+    """Blobs under `root` (the data directory's `artifacts/`), stored at `<root>/<hex[:2]>/<hex>`.
+
+    The name is the hash, so a put is idempotent and a get can prove it returns what was put.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def put(self, data: bytes) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        target = self._path(digest)
+        if target.is_file() and _sha256_of(target) == digest:
+            return REF_PREFIX + digest
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        _fsync_dir(target.parent)
+        return REF_PREFIX + digest
+
+    def get(self, ref: str) -> bytes:
+        digest = _digest(ref)
+        try:
+            data = self._path(digest).read_bytes()
+        except FileNotFoundError:
+            raise NotFound(f"artifact {ref} does not exist") from None
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise StoreError(f"artifact {ref} is damaged: its content no longer matches its hash")
+        return data
+
+    def exists(self, ref: str) -> bool:
+        return is_ref(ref) and self._path(_digest(ref)).is_file()
+
+    def _path(self, digest: str) -> Path:
+        return self.root / digest[:2] / digest
+
+
+def _digest(ref: str) -> str:
+    match = _REF.fullmatch(ref) if isinstance(ref, str) else None
+    if match is None:
+        raise NotFound(f"{ref!r} is not an artifact ref (expected {REF_PREFIX}<64 hex digits>)")
+    return match["hex"]
+
+
+def _sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    # The rename is only durable once the directory entry is.
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+

@@ -1,0 +1,19 @@
+"""The tools agentd ships with: the file tools, the shell and read_artifact, in one registry."""
+
+from __future__ import annotations
+
+from runtime.tools.artifact import ReadArtifact
+from runtime.tools.contract import Tool
+from runtime.tools.files import ListFiles, ReadFile, WriteFile
+from runtime.tools.registry import ToolRegistry
+from runtime.tools.shell import TIMEOUT_S, Shell
+
+
+def builtin_tools(*, shell_timeout_s: float = TIMEOUT_S) -> list[Tool]:
+    """Fresh instances of the built-in tools, sorted by name."""
+    return [ListFiles(), ReadArtifact(), ReadFile(), Shell(timeout_s=shell_timeout_s), WriteFile()]
+
+
+def builtin_registry(*, shell_timeout_s: float = TIMEOUT_S) -> ToolRegistry:
+    """A registry of the built-in tools; which of them a step may use is the caller's allowlist."""
+    return ToolRegistry(builtin_tools(shell_timeout_s=shell_timeout_s))
