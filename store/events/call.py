@@ -1,21 +1,117 @@
-"""Events of a decision: the model was called, a tool call was proposed and executed."""
+"""Events of a decision: what the model saw and said, what code made of it, and the tool calls."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from store.events._base import Event
+
+ItemKind = Literal["instruction", "task_state", "evidence", "memory", "tool", "observation", "notification", "skill"]
+Trust = Literal["trusted", "untrusted"]
+
+
+class _Value(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ManifestItem(_Value):
+    """One block of a request: where it came from, whether it is trusted, and what it cost."""
+
+    block: str
+    kind: ItemKind
+    source: str
+    trust: Trust
+    version: str | None = None
+    sha256: str
+    tokens: int = Field(ge=0)
+
+
+class LeftOut(_Value):
+    """A candidate that did not go into the request, and why."""
+
+    source: str
+    kind: ItemKind
+    tokens: int = Field(ge=0)
+    reason: str
+
+
+class TokenBuckets(_Value):
+    """Where the prompt's tokens went, counted with the model's own tokenizer and chat template."""
+
+    system: int
+    tool_definitions: int
+    tool_results: int
+    conversation: int
+    total: int
+
+
+class ContextManifest(_Value):
+    """Exactly what one model call received: answers "what did the model actually see"."""
+
+    decision: str
+    items: tuple[ManifestItem, ...]
+    total_tokens: int
+    prefix_tokens: int
+    prefix_sha256: str
+    buckets: TokenBuckets
+    window: int
+    max_output: int
+    overhead: int
+    budget: int
+    left_out: tuple[LeftOut, ...] = ()
+    prompt_ref: str
+    schema_sha256: str
+
+
+class EvidenceItem(_Value):
+    """A span of evidence as the model was shown it, with the score that got it in."""
+
+    cite: str
+    source: str
+    version: str | None = None
+    sha256: str
+    text: str
+    utility: float
+    tokens: int = Field(ge=0)
+
+
+class EvidenceRetrieved(Event):
+    """Evidence chosen for a decision, recorded with its text: a later edit of the source changes
+    neither what this task was shown nor its cached prefix."""
+
+    call_index: int = Field(ge=1)
+    items: tuple[EvidenceItem, ...]
+    left_out: tuple[LeftOut, ...] = ()
 
 
 class ModelCalled(Event):
     call_index: int = Field(ge=1)
+    attempt: int = Field(1, ge=1)
     model: str
+    decision: str = "next_step"
+    manifest: ContextManifest | None = None
     prompt_tokens: int = Field(ge=0)
     completion_tokens: int = Field(ge=0)
-    cached_tokens: int = Field(0, ge=0)
+    # None when the model endpoint does not report them (llama-cpp-python's server does not).
+    cached_tokens: int | None = Field(None, ge=0)
+    evaluated_tokens: int | None = Field(None, ge=0)
+    ttft_s: float = Field(0.0, ge=0)
+    generation_s: float = Field(0.0, ge=0)
     output: str = ""
+    prefix_break: str | None = None
+
+
+class ProposalAccepted(Event):
+    call_index: int = Field(ge=1)
+    action: dict[str, Any]
+
+
+class ProposalRejected(Event):
+    call_index: int = Field(ge=1)
+    attempt: int = Field(ge=1)
+    error: str
 
 
 class ToolCallProposed(Event):
@@ -25,9 +121,28 @@ class ToolCallProposed(Event):
     reason: str = ""
 
 
+class ToolCallStarted(Event):
+    """Recorded before a tool runs: a start with no result after a crash is an outcome nobody knows."""
+
+    call_id: str
+    tool: str
+    idempotent: bool
+
+
 class ToolCallExecuted(Event):
     call_id: str
     tool: str
-    status: Literal["ok", "error"]
+    status: Literal["ok", "error", "timeout", "invalid_arguments", "refused", "denied", "outcome_unknown"]
     observation: dict[str, Any] = {}
     artifact_ref: str | None = None
+    attempts: int = Field(1, ge=0)
+    elapsed_s: float = Field(0.0, ge=0)
+
+
+class AnswerGiven(Event):
+    answer: str
+    sources: tuple[str, ...] = ()
+
+
+class TaskEscalated(Event):
+    reason: str

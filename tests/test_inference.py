@@ -1,0 +1,339 @@
+"""The inference layer against the real bundled model: template, counts, schemas, prefix reuse, sessions, HTTP."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import anyio
+import pytest
+
+from runtime.inference import (
+    HttpModel,
+    LocalModel,
+    Message,
+    Model,
+    load_model,
+    schema_grammar,
+)
+from runtime.model_file import bundled_model_path
+from store.errors import ContextOverflow, InferenceError, ModelFileError
+
+pytestmark = pytest.mark.slow
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"action": {"enum": ["a", "b"]}, "n": {"type": "integer"}},
+    "required": ["action", "n"],
+}
+
+
+def rules(topic: str, count: int) -> str:
+    """A long, distinct system prompt: `count` numbered rules about `topic`."""
+    rule = "Rule {i}: when the {topic} request number {i} arrives, log it and answer briefly."
+    return "\n".join(rule.format(i=i, topic=topic) for i in range(count))
+
+
+def conversation(topic: str, count: int, question: str) -> list[Message]:
+    return [Message("system", rules(topic, count)), Message("user", question)]
+
+
+def assert_valid(text: str) -> dict:
+    value = json.loads(text)
+    assert set(SCHEMA["required"]) <= value.keys()
+    assert value["action"] in ("a", "b")
+    assert isinstance(value["n"], int) and not isinstance(value["n"], bool)
+    return value
+
+
+def record_evals(llm, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of tokens of each llama.cpp evaluation from now on; the first is the prompt's."""
+    sizes: list[int] = []
+    evaluate = llm._llama.eval
+
+    def recording_eval(tokens):
+        sizes.append(len(tokens))
+        return evaluate(tokens)
+
+    monkeypatch.setattr(llm._llama, "eval", recording_eval)
+    return sizes
+
+
+@pytest.fixture(scope="module")
+def model_path() -> Path:
+    return bundled_model_path()
+
+
+@pytest.fixture(scope="module")
+def model(model_path: Path):
+    loaded = load_model(model_path)
+    yield loaded
+    loaded.close()
+
+
+@pytest.fixture(scope="module")
+def model_without_lru(model_path: Path):
+    loaded = LocalModel(model_path, n_ctx=2048, kv_cache_bytes=0)
+    yield loaded
+    loaded.close()
+
+
+def test_load_model_gives_a_model_with_the_trained_context(model) -> None:
+    assert isinstance(model, Model)
+    assert model.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert model.n_ctx == model.n_ctx_train == 8192
+
+
+def test_render_uses_the_models_chatml_template(model) -> None:
+    prompt = model.render([Message("system", "Be brief."), Message("user", "Hi")])
+    assert prompt == "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+    # The template's own default system prompt appears when the caller gives none.
+    assert model.render([Message("user", "Hi")]).startswith("<|im_start|>system\nYou are a helpful AI assistant")
+
+
+def test_a_model_without_a_template_is_a_clear_error(model_path: Path, tmp_path: Path) -> None:
+    # The same GGUF with its template key renamed: a real model file that carries no chat template.
+    untemplated = tmp_path / "untemplated.gguf"
+    shutil.copyfile(model_path, untemplated)
+    data = bytearray(untemplated.read_bytes())
+    key = b"tokenizer.chat_template"
+    data[data.index(key) : data.index(key) + len(key)] = b"tokenizer.chat_templatX"
+    untemplated.write_bytes(data)
+
+    bare = LocalModel(untemplated, n_ctx=256)
+    try:
+        with pytest.raises(ModelFileError, match="no chat template"):
+            bare.render([Message("user", "Hi")])
+    finally:
+        bare.close()
+
+
+def test_count_matches_the_tokens_evaluated(model_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fresh = LocalModel(model_path, n_ctx=512)
+    try:
+        prompt = fresh.render(conversation("billing", 5, "Which rule covers request 3?"))
+        tokens = fresh.tokenize(prompt)
+        evals = record_evals(fresh, monkeypatch)
+        completion = fresh.complete(prompt, schema=None, max_tokens=4)
+        stats = completion.stats
+        assert stats.prompt_tokens == fresh.count(prompt) == len(tokens) == evals[0]
+        assert (stats.cached_tokens, stats.evaluated_tokens) == (0, len(tokens))
+        # What llama.cpp evaluated starts with exactly the tokens counted: no extra BOS, specials parsed.
+        assert fresh._llama.input_ids[: len(tokens)].tolist() == tokens
+        assert tokens.count(fresh._llama.token_bos()) == 3  # <|im_start|> is this model's BOS
+    finally:
+        fresh.close()
+
+
+def test_schema_constrained_completion_is_valid_json(model) -> None:
+    prompt = model.render(
+        [
+            Message("system", 'Answer with a JSON object like {"action": "a", "n": 1}.'),
+            Message("user", "Choose action b and the number 7."),
+        ]
+    )
+    completion = model.complete(prompt, schema=SCHEMA, max_tokens=48, session="schema")
+    assert completion.finish_reason == "stop"
+    assert_valid(completion.text)
+    assert completion.stats.completion_tokens > 0
+    assert completion.stats.ttft_s > 0 and completion.stats.generation_s > 0
+    # The grammar is built once per schema text.
+    assert schema_grammar(dict(SCHEMA)) is schema_grammar(SCHEMA)
+
+
+def test_second_call_extending_the_first_reuses_its_prefix(model, monkeypatch: pytest.MonkeyPatch) -> None:
+    messages = conversation("shipping", 20, "Which rule covers request 4?")
+    first_prompt = model.render(messages)
+    first = model.complete(first_prompt, schema=None, max_tokens=16, session="extend")
+    n_first = model.count(first_prompt)
+    assert first.stats.cached_tokens < 10  # only the template's opening tokens were shared with anything
+
+    second_prompt = model.render([*messages, Message("assistant", first.text), Message("user", "And request 5?")])
+    evals = record_evals(model, monkeypatch)
+    second = model.complete(second_prompt, schema=None, max_tokens=16, session="extend")
+    assert evals[0] == second.stats.evaluated_tokens  # what llama.cpp evaluated, not only what we predicted
+    assert second.stats.cached_tokens >= n_first - 2
+    assert second.stats.evaluated_tokens == second.stats.prompt_tokens - second.stats.cached_tokens
+    assert second.stats.evaluated_tokens <= model.count(second_prompt) - n_first + 2
+    assert second.stats.ttft_s < first.stats.ttft_s
+
+
+@pytest.mark.parametrize("fixture", ["model", "model_without_lru"])
+def test_interleaved_sessions_keep_their_prefixes_only_with_the_lru(
+    fixture: str, request, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    llm = request.getfixturevalue(fixture)
+    hits_before = llm.stats()["kv_cache"]["hits"]
+    a_messages = conversation(f"refund {fixture}", 12, "Which rule covers request 2?")
+    a_prompt = llm.render(a_messages)
+    a_first = llm.complete(a_prompt, schema=None, max_tokens=8, session=f"A-{fixture}")
+    b_prompt = llm.render(conversation(f"warranty {fixture}", 12, "Rule 3?"))
+    llm.complete(b_prompt, schema=None, max_tokens=8, session=f"B-{fixture}")
+    a_again = llm.render([*a_messages, Message("assistant", a_first.text), Message("user", "And request 6?")])
+    evals = record_evals(llm, monkeypatch)
+    third = llm.complete(a_again, schema=None, max_tokens=8, session=f"A-{fixture}")
+    assert evals[0] == third.stats.evaluated_tokens
+
+    kv = llm.stats()["kv_cache"]
+    if fixture == "model":
+        assert third.stats.cached_tokens >= llm.count(a_prompt) - 2
+        assert kv["hits"] == hits_before + 1
+    else:
+        assert third.stats.cached_tokens < 20  # the opening A and B share
+        assert kv["hits"] == 0 and kv["entries"] == 0 and kv["rejected"] >= 2
+
+
+def test_the_lru_evicts_least_recently_used_states_by_bytes(model_path: Path) -> None:
+    # Each session below holds about 100 tokens, about 2.4 MB of state: one fits in 4 MB, two do not.
+    capacity = 4 * 2**20
+    small = LocalModel(model_path, n_ctx=512, kv_cache_bytes=capacity)
+    try:
+        prompts = {s: small.render(conversation(f"topic {s}", 5, f"Rule {i}?")) for i, s in enumerate("ABC")}
+        assert all(70 <= small.count(p) <= 150 for p in prompts.values())
+        for session in "ABC":
+            small.complete(prompts[session], schema=None, max_tokens=4, session=session)
+        kv = small.stats()["kv_cache"]
+        # A was saved when B came, B when C came: A, least recently used, made room for B.
+        assert (kv["entries"], kv["evictions"], kv["misses"]) == (1, 1, 3)
+        assert 0 < kv["bytes"] <= capacity
+
+        back_to_b = small.complete(prompts["B"], schema=None, max_tokens=4, session="B")
+        assert back_to_b.stats.cached_tokens >= small.count(prompts["B"]) - 1
+        back_to_a = small.complete(prompts["A"], schema=None, max_tokens=4, session="A")
+        assert back_to_a.stats.cached_tokens < 20  # the opening the three prompts share
+        kv = small.stats()["kv_cache"]
+        assert (kv["hits"], kv["misses"]) == (1, 4)
+    finally:
+        small.close()
+
+
+def test_context_overflow_is_raised_before_anything_is_evaluated(model_path: Path) -> None:
+    small = LocalModel(model_path, n_ctx=512)
+    try:
+        too_long = small.render(conversation("audit", 40, "Which rule?"))
+        assert small.count(too_long) > 512
+        started = time.perf_counter()
+        with pytest.raises(ContextOverflow, match=r"more than the 512-token context"):
+            small.complete(too_long, schema=None, max_tokens=16)
+        assert time.perf_counter() - started < 1.0
+        fits_alone = small.render(conversation("audit", 10, "Which rule?"))
+        n = small.count(fits_alone)
+        assert n < 512
+        with pytest.raises(ContextOverflow, match=rf"prompt \({n} tokens\) plus up to {513 - n} answer tokens"):
+            small.complete(fits_alone, schema=None, max_tokens=513 - n)
+        with pytest.raises(InferenceError, match="empty"):
+            small.complete("", schema=None, max_tokens=4)
+        assert small.stats()["loaded_tokens"] == 0
+    finally:
+        small.close()
+
+
+@pytest.mark.anyio
+async def test_acomplete_from_concurrent_tasks_is_serialized(model, monkeypatch: pytest.MonkeyPatch) -> None:
+    active = 0
+    most_active = 0
+    guard = threading.Lock()
+    generate = model._llama.generate
+
+    def watched_generate(*args, **kwargs):
+        nonlocal active, most_active
+        with guard:
+            active += 1
+            most_active = max(most_active, active)
+        try:
+            yield from generate(*args, **kwargs)
+        finally:
+            with guard:
+                active -= 1
+
+    monkeypatch.setattr(model._llama, "generate", watched_generate)
+    results = {}
+
+    async def ask(session: str, topic: str) -> None:
+        prompt = model.render(conversation(topic, 3, "Pick an action."))
+        results[session] = await model.acomplete(prompt, schema=SCHEMA, max_tokens=32, session=session)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ask, "async-1", "parcels")
+        tg.start_soon(ask, "async-2", "letters")
+
+    assert most_active == 1
+    assert set(results) == {"async-1", "async-2"}
+    for completion in results.values():
+        assert_valid(completion.text)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+SERVER_DEPENDENCIES = ("fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
+SERVER_MISSING = [name for name in SERVER_DEPENDENCIES if importlib.util.find_spec(name) is None]
+
+
+@pytest.fixture(scope="module")
+def server_url(model_path: Path, tmp_path_factory: pytest.TempPathFactory):
+    if SERVER_MISSING:
+        missing = ", ".join(SERVER_MISSING)
+        pytest.skip(f"llama-cpp-python's server needs {missing} (pip install 'llama-cpp-python[server]')")
+    port = free_port()
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--host", "127.0.0.1"]
+    command += ["--port", str(port), "--n_ctx", "1024", "--flash_attn", "true", "--verbose", "false"]
+    # Its log goes to a file: a pipe nobody reads would stall the server once full.
+    log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
+    url = f"http://127.0.0.1:{port}"
+    with log_path.open("wb") as log:
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    urllib.request.urlopen(f"{url}/v1/models", timeout=1).close()
+                    break
+                except OSError:
+                    if server.poll() is not None or time.monotonic() > deadline:
+                        output = log_path.read_text(errors="replace")[-500:]
+                        raise RuntimeError(f"llama_cpp.server did not start: {output}") from None
+                    time.sleep(0.2)
+            yield url
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+
+
+def test_http_model_against_llama_cpp_python_server(server_url: str, model, model_path: Path) -> None:
+    remote = HttpModel(server_url, template_from=model_path, n_ctx=1024)
+    assert isinstance(remote, Model)
+    messages = [
+        Message("system", 'Answer with a JSON object like {"action": "a", "n": 1}.'),
+        Message("user", "Choose b and 2."),
+    ]
+    prompt = remote.render(messages)
+    assert prompt == model.render(messages)
+    assert remote.count(prompt) == model.count(prompt)
+
+    completion = remote.complete(prompt, schema=SCHEMA, max_tokens=48)
+    assert completion.finish_reason == "stop"
+    assert_valid(completion.text)
+    assert completion.stats.prompt_tokens == model.count(prompt)
+    assert completion.stats.completion_tokens > 0
+
+    with pytest.raises(ContextOverflow, match="1024-token context"):
+        remote.complete(prompt, schema=None, max_tokens=1024)
+    with pytest.raises(InferenceError, match="chat template"):
+        HttpModel(server_url, n_ctx=1024)  # llama-cpp-python's server does not expose its template
+
+
+def test_http_model_reports_an_endpoint_that_does_not_answer(model_path: Path) -> None:
+    with pytest.raises(InferenceError, match="did not respond"):
+        HttpModel(f"http://127.0.0.1:{free_port()}", template_from=model_path, n_ctx=1024)
