@@ -32,6 +32,12 @@ class Settings(BaseModel):
     host: str = Field("127.0.0.1", description="address of the web page")
     port: int = Field(8765, ge=1, le=65535, description="port of the web page")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    plugins: tuple[Path, ...] = Field((), description="Python files that register tools and profiles")
+    model_url: str | None = Field(None, description="OpenAI-compatible completions endpoint instead of the local model")
+    n_ctx: int | None = Field(None, ge=256, description="context window; default: the model's trained length")
+    threads: int | None = Field(None, ge=1, description="llama.cpp threads; default: one per CPU, at most 4")
+    kv_cache_mb: int = Field(512, ge=0, description="memory for other tasks' saved KV state (prefix reuse)")
+    approval_ttl_s: int = Field(86_400, ge=1, description="an approval nobody decides within this is denied")
 
     @property
     def db_path(self) -> Path:
@@ -74,6 +80,9 @@ def load_settings(
         if not name.startswith(ENV_PREFIX) or name == CONFIG_ENV:
             continue
         key = name[len(ENV_PREFIX):].lower()
+        if key in _LIST_SETTINGS:
+            # Lists come from the environment comma-separated, as PATH-like variables do.
+            value = [v for v in value.split(",") if v]
         values[key], origin[key] = value, name
 
     for key, value in flags.items():
@@ -89,6 +98,9 @@ def load_settings(
         if err["type"] == "extra_forbidden":
             raise ConfigError(f"unknown setting {key!r} (from {where})") from None
         raise ConfigError(f"invalid value for {key} (from {where}): {err['msg']}") from None
+
+
+_LIST_SETTINGS = ("plugins",)
 
 
 def _path_or_none(value: str | None) -> Path | None:

@@ -134,10 +134,29 @@ def _gbnf_for_schema_text(schema_text: str) -> str:
     return json_schema_to_gbnf(schema_text)
 
 
+# llama.cpp's converter spells out every position of a string length limit as nested optional rules;
+# limits in the thousands (a path, a file's content) make a grammar llama.cpp refuses. Those are
+# left to validation after the call (and to max_tokens); short ones stay, so a reason stays short.
+GRAMMAR_MAX_LENGTH = 256
+
+
+def grammar_schema(node):
+    """`schema` without the length limits too long for a grammar; shape, enums and short limits stay."""
+    if isinstance(node, dict):
+        return {
+            k: grammar_schema(v)
+            for k, v in node.items()
+            if not (k in ("maxLength", "minLength") and isinstance(v, int) and v > GRAMMAR_MAX_LENGTH)
+        }
+    if isinstance(node, list):
+        return [grammar_schema(v) for v in node]
+    return node
+
+
 def schema_grammar(schema: dict) -> str:
     """The GBNF grammar llama.cpp samples under for `schema`, converted once per distinct schema text."""
     # No sort_keys: property order in the schema is the order the model must write them in.
-    text = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(grammar_schema(schema), ensure_ascii=False, separators=(",", ":"))
     try:
         return _gbnf_for_schema_text(text)
     except Exception as e:
@@ -200,6 +219,8 @@ class LocalModel:
         self._bos = self._llama.token_bos()
         self._add_bos = self._llama._model.add_bos_token() and self._bos != -1
         self._lock = threading.Lock()
+        # LlamaGrammar per grammar text, each checked once by llama.cpp itself.
+        self._grammars: dict[str, Any] = {}
         self._limiter = anyio.CapacityLimiter(1)
         self._kv = KvStateCache(kv_cache_bytes)
         self._loaded_session: str | None = None
@@ -275,9 +296,25 @@ class LocalModel:
     def _grammar(self, schema: dict | None):
         if schema is None:
             return None
+        gbnf = schema_grammar(schema)
+        grammar = self._grammars.get(gbnf)
+        if grammar is None:
+            grammar = self._grammars[gbnf] = self._checked_grammar(gbnf)
+        return grammar
+
+    def _checked_grammar(self, gbnf: str):
+        """Parse the grammar once with llama.cpp itself: a grammar it rejects would crash the sampler
+        (llama-cpp-python does not check), so it is refused here with a clear error instead."""
+        import llama_cpp
         from llama_cpp import LlamaGrammar
 
-        return LlamaGrammar.from_string(schema_grammar(schema), verbose=False)
+        grammar = LlamaGrammar.from_string(gbnf, verbose=False)
+        vocab = llama_cpp.llama_model_get_vocab(self._llama.model)
+        sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar._grammar.encode(), b"root")
+        if not sampler:
+            raise InferenceError(f"llama.cpp refused the grammar built from the output schema ({len(gbnf)} bytes)")
+        llama_cpp.llama_sampler_free(sampler)
+        return grammar
 
     def _switch_to(self, session: str | None) -> None:
         if session == self._loaded_session:

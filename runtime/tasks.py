@@ -14,6 +14,7 @@ def submit_task(
     workspace: Path,
     *,
     tenant: str = "default",
+    profile: str = "workspace",
     max_steps: int | None = None,
     max_tokens: int | None = None,
 ) -> list[Event]:
@@ -23,7 +24,7 @@ def submit_task(
     if not workspace.is_dir():
         raise InvalidCommand(f"workspace {workspace} is not a folder")
     limits = {k: v for k, v in (("max_steps", max_steps), ("max_tokens", max_tokens)) if v is not None}
-    return [TaskSubmitted(goal=goal, workspace=str(workspace.resolve()), tenant=tenant, **limits)]
+    return [TaskSubmitted(goal=goal, workspace=str(workspace.resolve()), tenant=tenant, profile=profile, **limits)]
 
 
 def cancel_task(state: TaskState, reason: str = "cancelled by the operator") -> list[Event]:

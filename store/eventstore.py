@@ -11,7 +11,7 @@ from sqlalchemy import Connection
 from store import log, migrate, projections
 from store.database import create_engines, translating
 from store.events import Event, Recorded
-from store.state import TaskState, TaskSummary, fold
+from store.state import Approval, TaskState, TaskSummary, fold
 from store.writer import AppendRequest, Writer, WriterStats
 
 ANY = None
@@ -129,6 +129,14 @@ class EventStore:
     def task_at(self, task_id: str, until: int) -> TaskState | None:
         """The task as it was when event `until` had just been recorded, folded from the log."""
         return fold(self.read_stream(task_id, until=until)).get(task_id)
+
+    def approval(self, approval_id: str) -> tuple[str, Approval] | None:
+        with self.reading() as conn:
+            return projections.load_approval(conn, approval_id)
+
+    def approvals(self, status: str | None = "pending") -> list[tuple[str, Approval]]:
+        with self.reading() as conn:
+            return projections.list_approvals(conn, status)
 
     def tasks(self, phase: str | None = None) -> list[TaskSummary]:
         with self.reading() as conn:

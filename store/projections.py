@@ -256,3 +256,20 @@ def clear(conn: Connection) -> None:
     """Empty every projection table (children first, for the foreign keys)."""
     for table in (artifacts, approvals, task_actions, tasks):
         conn.execute(table.delete())
+
+
+def load_approval(conn: Connection, approval_id: str) -> tuple[str, Approval] | None:
+    """(task id, approval) for one approval id, or None."""
+    row = conn.execute(
+        select(approvals.c.task_id, *[approvals.c[n] for n in APPROVAL_FIELDS]).where(
+            approvals.c.approval_id == approval_id
+        )
+    ).first()
+    return None if row is None else (row[0], Approval(*row[1:]))
+
+
+def list_approvals(conn: Connection, status: str | None = "pending") -> list[tuple[str, Approval]]:
+    q = select(approvals.c.task_id, *[approvals.c[n] for n in APPROVAL_FIELDS]).order_by(approvals.c.requested_seq)
+    if status is not None:
+        q = q.where(approvals.c.status == status)
+    return [(row[0], Approval(*row[1:])) for row in conn.execute(q)]

@@ -11,6 +11,8 @@ from typing import Iterable, NamedTuple, Union
 
 from store.errors import StoreError
 from store.events import (
+    AnswerGiven,
+    EvidenceRetrieved,
     ApprovalDenied,
     ApprovalGranted,
     ApprovalRequested,
@@ -18,16 +20,26 @@ from store.events import (
     ArtifactRead,
     ArtifactWritten,
     ModelCalled,
+    ProposalAccepted,
+    ProposalRejected,
     Recorded,
+    TaskEscalated,
     TaskPhase,
     TaskPhaseChanged,
     TaskSubmitted,
     TestsRan,
     ToolCallExecuted,
     ToolCallProposed,
+    ToolCallStarted,
 )
 
 TASK_EVENTS = (
+    AnswerGiven,
+    EvidenceRetrieved,
+    ProposalAccepted,
+    ProposalRejected,
+    TaskEscalated,
+    ToolCallStarted,
     TaskSubmitted,
     TaskPhaseChanged,
     ModelCalled,

@@ -9,6 +9,7 @@ import click
 
 from runtime import logs
 from runtime.cli._app import App
+from runtime.cli.approvals import approvals
 from runtime.cli.db import db
 from runtime.cli.events import events
 from runtime.cli.model import model
@@ -40,7 +41,7 @@ def cli(ctx: click.Context, config_file: Path | None, data_dir: Path | None) -> 
     ctx.call_on_close(app.close)
 
 
-for command in (serve, task, events, replay, db, model):
+for command in (serve, task, approvals, events, replay, db, model):
     cli.add_command(command)
 
 

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import click
 
+from runtime import plugins
+from runtime.agent import run_task
+from runtime.artifacts import ArtifactStore
 from runtime.cli._app import App, json_option, pass_app
+from runtime.host import open_runtime
 from runtime.output import echo_json, fields_table, table
 from runtime.tasks import cancel_task, submit_task
 from store import NO_STREAM
-from store.errors import NotFound
+from store.errors import InvalidCommand, NotFound
+from store.events import AnswerGiven, ModelCalled, TaskEscalated, TaskPhase, TaskPhaseChanged
 from store.ids import new_task_id
 from store.state import TaskState
 
@@ -25,12 +31,28 @@ def task() -> None:
 @click.option("--workspace", type=click.Path(path_type=Path), help="Folder the task may read and write.")
 @click.option("--max-steps", type=click.IntRange(min=1), help="Model calls allowed before the task stops.")
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Tokens allowed before the task stops.")
+@click.option("--profile", default="workspace", show_default=True, help="What kind of agent runs it (tools, instructions).")
+@click.option("--tenant", default="default", show_default=True, help="Whose data the task may see.")
 @json_option
 @pass_app
-def submit(app: App, goal: str, workspace: Path | None, max_steps: int | None, max_tokens: int | None, as_json: bool) -> None:
-    """Submit a task with GOAL; prints its id."""
+def submit(
+    app: App,
+    goal: str,
+    workspace: Path | None,
+    max_steps: int | None,
+    max_tokens: int | None,
+    profile: str,
+    tenant: str,
+    as_json: bool,
+) -> None:
+    """Submit a task with GOAL; prints its id. `agentd serve` runs it, or `agentd task run ID`."""
     settings = app.settings(workspace=workspace)
-    events = submit_task(goal, settings.workspace, max_steps=max_steps, max_tokens=max_tokens)
+    known = plugins.load(settings.plugins).profiles
+    if profile not in known:
+        raise InvalidCommand(f"no profile {profile!r}; loaded profiles: {', '.join(sorted(known))}")
+    events = submit_task(
+        goal, settings.workspace, profile=profile, tenant=tenant, max_steps=max_steps, max_tokens=max_tokens
+    )
     task_id = new_task_id()
     records = app.store().append(task_id, events, expected_version=NO_STREAM, actor="cli")
     if as_json:
@@ -60,11 +82,26 @@ def list_(app: App, phase: str | None, as_json: bool) -> None:
 @task.command()
 @click.argument("task_id")
 @click.option("--at", "at_seq", type=click.IntRange(min=1), help="Show the task as it was right after event SEQ.")
+@click.option("--calls", is_flag=True, help="List the task's model calls with their token figures.")
+@click.option("--manifest", "manifest_n", type=click.IntRange(min=1), help="Show the context manifest of call N.")
+@click.option("--prompt", is_flag=True, help="With --manifest: print the exact prompt the model received.")
 @json_option
 @pass_app
-def show(app: App, task_id: str, at_seq: int | None, as_json: bool) -> None:
-    """Show one task: state, completed actions, approvals and artifacts."""
+def show(
+    app: App, task_id: str, at_seq: int | None, calls: bool, manifest_n: int | None, prompt: bool, as_json: bool
+) -> None:
+    """Show one task: state, completed actions, approvals and artifacts; or its calls and manifests."""
     store = app.store()
+    if calls or manifest_n is not None:
+        records = store.read_stream(task_id)
+        if not records:
+            raise NotFound(f"no task {task_id!r}")
+        model_calls = [r.event for r in records if isinstance(r.event, ModelCalled)]
+        if manifest_n is None:
+            show_calls(model_calls, as_json)
+        else:
+            show_manifest(app, model_calls, manifest_n, prompt, as_json)
+        return
     state = store.task(task_id) if at_seq is None else store.task_at(task_id, at_seq)
     if state is None:
         where = f" as of event {at_seq}" if at_seq is not None else ""
@@ -125,3 +162,88 @@ def cancel(app: App, task_id: str, reason: str) -> None:
         raise NotFound(f"no task {task_id!r}")
     store.append(task_id, cancel_task(state, reason), expected_version=state.summary.version, actor="cli")
     click.echo(f"{task_id} cancelled")
+
+
+def show_calls(calls: list[ModelCalled], as_json: bool) -> None:
+    rows = [
+        (n, c.call_index, c.attempt, c.decision, c.prompt_tokens, c.cached_tokens, c.evaluated_tokens,
+         c.completion_tokens, f"{c.ttft_s:.2f}", f"{c.generation_s:.2f}", c.prefix_break or "")
+        for n, c in enumerate(calls, start=1)
+    ]
+    if as_json:
+        echo_json([{k: v for k, v in c.model_dump(mode="json").items() if k != "manifest"} for c in calls])
+        return
+    click.echo(
+        table(
+            rows,
+            ["N", "STEP", "TRY", "DECISION", "PROMPT", "CACHED", "EVALUATED", "OUT", "TTFT S", "GEN S", "PREFIX BREAK"],
+        )
+    )
+
+
+def show_manifest(app: App, calls: list[ModelCalled], n: int, prompt: bool, as_json: bool) -> None:
+    if n > len(calls):
+        raise NotFound(f"the task has {len(calls)} model calls, not {n}")
+    call = calls[n - 1]
+    manifest = call.manifest
+    if manifest is None:
+        raise NotFound(f"call {n} recorded no manifest")
+    if prompt:
+        click.echo(ArtifactStore(app.settings().artifacts_dir).get(manifest.prompt_ref).decode(), nl=False)
+        return
+    if as_json:
+        echo_json(manifest)
+        return
+    b = manifest.buckets
+    click.echo(
+        fields_table(
+            [
+                ("call", f"{n} (step {call.call_index}, try {call.attempt}, {manifest.decision})"),
+                ("tokens", f"{manifest.total_tokens} of a budget of {manifest.budget} "
+                           f"(window {manifest.window} - output {manifest.max_output} - overhead {manifest.overhead})"),
+                ("buckets", f"system {b.system}, tool definitions {b.tool_definitions}, "
+                            f"tool results {b.tool_results}, conversation {b.conversation}"),
+                ("prefix", f"{manifest.prefix_tokens} tokens, sha256 {manifest.prefix_sha256[:16]}"),
+                ("prompt", manifest.prompt_ref),
+            ]
+        )
+    )
+    click.echo("")
+    click.echo(
+        table(
+            [(i.block, i.kind, i.source, i.trust, i.version, i.tokens, i.sha256[:12]) for i in manifest.items],
+            ["BLOCK", "KIND", "SOURCE", "TRUST", "VERSION", "TOKENS", "SHA256"],
+        )
+    )
+    if manifest.left_out:
+        click.echo("\nleft out:")
+        click.echo(table([(o.source, o.kind, o.tokens, o.reason) for o in manifest.left_out], ["SOURCE", "KIND", "TOKENS", "WHY"]))
+
+
+@task.command()
+@click.argument("task_id")
+@click.option("--max-decisions", type=click.IntRange(min=1), help="Stop after this many decisions.")
+@pass_app
+def run(app: App, task_id: str, max_decisions: int | None) -> None:
+    """Run a task in the foreground until it finishes or waits for a person."""
+    store = app.store()
+    if store.task(task_id) is None:
+        raise NotFound(f"no task {task_id!r}")
+    runtime = open_runtime(app.settings(), store)
+    phase = anyio.run(lambda: run_task(runtime, task_id, max_decisions=max_decisions))
+    click.echo(f"{task_id} {phase}")
+    for rec in reversed(store.read_stream(task_id)):
+        if isinstance(rec.event, (AnswerGiven, TaskEscalated)) or (
+            isinstance(rec.event, TaskPhaseChanged) and rec.event.phase == TaskPhase.FAILED
+        ):
+            click.echo(_outcome_line(rec.event))
+            break
+
+
+def _outcome_line(event) -> str:
+    if isinstance(event, AnswerGiven):
+        sources = f" (sources: {', '.join(event.sources)})" if event.sources else ""
+        return f"answer: {event.answer}{sources}"
+    if isinstance(event, TaskEscalated):
+        return f"escalated: {event.reason}"
+    return f"failed: {event.reason}"

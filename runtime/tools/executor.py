@@ -127,11 +127,19 @@ def execute(
         attempts += 1
         attempt = _attempt(tool, ctx, args)
         events.extend(attempt.events)
-        retry = contract.idempotent and attempts < MAX_ATTEMPTS and attempt.status in ("error", "timeout")
+        retry = contract.idempotent and attempts < MAX_ATTEMPTS and _transient(attempt)
         if not retry:
             return done(attempt, attempts, events)
         code = attempt.failure.code if attempt.failure else None
         log.info("tool.retry", tool=contract.name, status=attempt.status, error=code)
+
+
+def _transient(attempt: _Attempt) -> bool:
+    """Worth a second try: a timeout or a failure the contract does not describe. A declared error
+    (not_found, binary_file, ...) would only come back the same."""
+    if attempt.status == "timeout":
+        return True
+    return attempt.status == "error" and (attempt.failure is None or attempt.failure.code == "unexpected_error")
 
 
 def _parse(model: type[BaseModel], raw_args: Any) -> BaseModel:

@@ -26,6 +26,7 @@ class TaskSubmitted(Event):
     goal: str = Field(min_length=1)
     workspace: str
     tenant: str = "default"
+    profile: str = "workspace"
     max_steps: int = Field(40, ge=1)
     max_tokens: int = Field(200_000, ge=1)
 

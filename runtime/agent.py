@@ -1,0 +1,463 @@
+"""The agent loop: a task runs as a sequence of decisions, each assembled, proposed, checked, recorded.
+
+One decision, in the order of seed 000's assembly cycle, each step a function below:
+  1. trusted request context   (`_trusted`: actor, tenant, time, task state, from the store)
+  2. the kind of decision      (`_decision_kind`)
+  3. retrieval within scope    (`_retrieve`: authorization is a filter before ranking)
+  4. ranking and packing       (inside `knowledge.retrieve`, within the evidence budget)
+  5. assembly with trust       (`context.assemble`: prefix + transcript + this turn, fenced data)
+  6. a constrained proposal    (`model.acomplete` with the proposal's JSON schema)
+  7. validation and execution  (`proposal.validate`, then the tool executor)
+  8. recording                 (every step above is an event, appended with the expected version)
+Everything the loop needs to continue is in the log, so a task resumes after a stop or a crash by
+reading its events; nothing lives only in memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Sequence
+
+import anyio
+
+from runtime import context, knowledge, logs, proposal
+from runtime.artifacts import ArtifactStore
+from runtime.blocks import Block
+from runtime.inference import Model
+from runtime.profiles import Profile, prefix_blocks
+from runtime.tools import FACT_ARTIFACT_REFS, ToolContext, ToolRegistry, execute
+from runtime.tools.schema import inline_schema
+from store import EventStore
+from store.errors import AgentdError, ContextOverflow, InferenceError
+from store.events import (
+    AnswerGiven,
+    ApprovalDenied,
+    ApprovalGranted,
+    ApprovalRequested,
+    EvidenceItem,
+    EvidenceRetrieved,
+    LeftOut,
+    ModelCalled,
+    ProposalAccepted,
+    ProposalRejected,
+    Recorded,
+    TaskEscalated,
+    TaskPhase,
+    TaskPhaseChanged,
+    TaskSubmitted,
+    ToolCallExecuted,
+    ToolCallProposed,
+    ToolCallStarted,
+)
+
+log = logs.get_logger("agentd.agent")
+
+EVIDENCE_BUDGET = 1200
+EVIDENCE_PER_DECISION = 3
+APPROVAL_TTL = timedelta(hours=24)
+
+
+@dataclass
+class Runtime:
+    """What running a task needs; one per process."""
+
+    store: EventStore
+    model: Model
+    tools: ToolRegistry
+    profiles: dict[str, Profile]
+    artifacts: ArtifactStore
+    protected: tuple[Path, ...] = ()
+    approval_ttl: timedelta = APPROVAL_TTL
+    _sections: dict[Path, list[knowledge.Section]] = field(default_factory=dict)
+
+    def sections(self, profile: Profile) -> list[knowledge.Section]:
+        if profile.knowledge is None:
+            return []
+        if profile.knowledge not in self._sections:
+            self._sections[profile.knowledge] = knowledge.load_folder(profile.knowledge)
+        return self._sections[profile.knowledge]
+
+
+@dataclass(frozen=True)
+class Trusted:
+    """Step 1: who is asking and about what, read from the store; never from the model."""
+
+    task_id: str
+    actor: str
+    tenant: str
+    now: datetime
+    submitted: TaskSubmitted
+    profile: Profile
+
+
+class Stop(Exception):
+    """The task cannot take another decision now (finished, or waiting for a person)."""
+
+
+async def run_task(rt: Runtime, task_id: str, *, max_decisions: int | None = None) -> str:
+    """Take decisions until the task finishes or waits for a person; return its phase then."""
+    runner = _Runner(rt, task_id)
+    taken = 0
+    while max_decisions is None or taken < max_decisions:
+        try:
+            await runner.step()
+        except Stop:
+            break
+        taken += 1
+    return runner.phase()
+
+
+class _Runner:
+    def __init__(self, rt: Runtime, task_id: str) -> None:
+        self.rt = rt
+        self.task_id = task_id
+        self.records: list[Recorded] = []
+
+    # -- the log ---------------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        self.records = self.rt.store.read_stream(self.task_id)
+        if not self.records:
+            raise AgentdError(f"no task {self.task_id!r}")
+
+    def _version(self) -> int:
+        return self.records[-1].stream_version
+
+    async def _append(self, *events, actor: str = "agentd") -> list[Recorded]:
+        """Append with the version we last saw: if anyone else moved the task, this fails, not them."""
+        recorded = await self.rt.store.append_async(
+            self.task_id, list(events), expected_version=self._version(), actor=actor
+        )
+        self.records += recorded
+        return recorded
+
+    def phase(self) -> str:
+        _, summary = context.rebuild(self.records)
+        return summary.phase if summary else "unknown"
+
+    # -- one decision ----------------------------------------------------------------------------
+
+    async def step(self) -> None:
+        self._load()
+        transcript, summary = context.rebuild(self.records)
+        assert summary is not None
+        phase = TaskPhase(summary.phase)
+        if phase.finished:
+            raise Stop
+        if await self._settle_tool_call(summary):
+            return
+        if phase is TaskPhase.AWAITING_APPROVAL:
+            raise Stop
+        if phase is TaskPhase.SUBMITTED:
+            await self._append(TaskPhaseChanged(phase=TaskPhase.RUNNING, reason="started"))
+            transcript, summary = context.rebuild(self.records)
+        if transcript.calls >= summary.max_steps:
+            await self._fail(f"step cap reached: {summary.max_steps} model calls")
+            raise Stop
+        if summary.tokens_used >= summary.max_tokens:
+            await self._fail(f"token cap reached: {summary.tokens_used} of {summary.max_tokens} tokens")
+            raise Stop
+
+        trusted = self._trusted()
+        call_index = transcript.calls + 1
+        kind = _decision_kind(summary, call_index)
+        evidence = await self._retrieve(trusted, transcript, call_index)
+        try:
+            action = await self._propose(trusted, call_index, kind, evidence)
+        except ContextOverflow as e:
+            await self._fail(str(e))
+            raise Stop from None
+        if action is None:
+            raise Stop
+        await self._act(trusted, call_index, action)
+
+    def _trusted(self) -> Trusted:
+        first = self.records[0]
+        submitted = first.event
+        assert isinstance(submitted, TaskSubmitted)
+        profile = self.rt.profiles.get(submitted.profile)
+        if profile is None:
+            raise AgentdError(f"task {self.task_id} uses profile {submitted.profile!r}, which is not loaded")
+        return Trusted(self.task_id, first.actor, submitted.tenant, datetime.now(UTC), submitted, profile)
+
+    async def _retrieve(self, trusted: Trusted, transcript: context.Transcript, call_index: int) -> list[Block]:
+        """Steps 3 and 4: evidence the tenant may see, ranked by utility, packed within the budget."""
+        sections = self.rt.sections(trusted.profile)
+        if not sections:
+            return []
+        last_result = next((t.content() for t in reversed(transcript.turns) if t.role == "tool"), "")
+        packed = knowledge.retrieve(
+            sections,
+            tenant=trusted.tenant,
+            query=f"{trusted.submitted.goal} {last_result}",
+            exclude=set(transcript.evidence_ids),
+            budget=EVIDENCE_BUDGET,
+            limit=EVIDENCE_PER_DECISION,
+            count=self.rt.model.count,
+        )
+        if not packed.selected:
+            return []
+        items = tuple(
+            EvidenceItem(
+                cite=c.section.cite,
+                source=c.section.doc_id,
+                version=c.section.version,
+                sha256=hashlib.sha256(c.section.text.encode()).hexdigest(),
+                text=c.section.text,
+                utility=c.utility,
+                tokens=c.tokens,
+            )
+            for c in packed.selected
+        )
+        left = tuple(
+            LeftOut(source=c.section.cite, kind="evidence", tokens=c.tokens, reason=reason) for c, reason in packed.left_out
+        )
+        await self._append(EvidenceRetrieved(call_index=call_index, items=items, left_out=left))
+        return [context.evidence_block(i) for i in items]
+
+    async def _propose(
+        self, trusted: Trusted, call_index: int, kind: str, evidence: list[Block]
+    ) -> proposal.Action | None:
+        """Steps 5 to 7 for one decision, with one bounded retry when the proposal is refused."""
+        profile = trusted.profile
+        allowed = self._allowed_tools(profile)
+        schema = proposal.schema(
+            {name: inline_schema(self.rt.tools.get(name).contract.input_model) for name in allowed},
+            skills=[],
+            allow_answer=True,
+        )
+        prefix = prefix_blocks(profile, self.rt.tools.definitions(profile.tools))
+        for attempt in (1, 2):
+            transcript, summary = context.rebuild(self.records)
+            if attempt == 1:
+                tail = context.user_turn(summary, call_index, trusted.submitted.goal, evidence)
+            else:
+                # The retry is the refused reply plus why it was refused, appended: the prefix holds.
+                tail = [context.rejection_block(self._last_rejection())]
+            request = context.assemble(
+                prefix=prefix,
+                transcript=transcript,
+                tail=tail,
+                render=self.rt.model.render,
+                count=self.rt.model.count,
+                window=self.rt.model.n_ctx,
+                max_output=profile.max_output_tokens,
+                decision=kind,
+                schema=schema,
+                prompt_ref=lambda text: self.rt.artifacts.put(text.encode()),
+            )
+            try:
+                completion = await self.rt.model.acomplete(
+                    request.prompt, schema=schema, max_tokens=profile.max_output_tokens, session=self.task_id
+                )
+            except InferenceError as e:
+                await self._fail(f"the model failed: {e}")
+                return None
+            broken = context.prefix_break(transcript.last_manifest, request.manifest)
+            if broken is not None:
+                log.warning("prefix break", task_id=self.task_id, call_index=call_index, first_changed_block=broken)
+            s = completion.stats
+            await self._append(
+                ModelCalled(
+                    call_index=call_index,
+                    attempt=attempt,
+                    model=self.rt.model.name,
+                    decision=kind,
+                    manifest=request.manifest,
+                    prompt_tokens=s.prompt_tokens,
+                    completion_tokens=s.completion_tokens,
+                    cached_tokens=s.cached_tokens,
+                    evaluated_tokens=s.evaluated_tokens,
+                    ttft_s=s.ttft_s,
+                    generation_s=s.generation_s,
+                    output=completion.text,
+                    prefix_break=broken,
+                )
+            )
+            try:
+                action = proposal.validate(
+                    proposal.parse(completion.text),
+                    allowed_tools=set(allowed),
+                    skills=set(),
+                    sources=set(transcript.evidence_ids) | set(transcript.read_paths),
+                    done_calls=_done_calls(self.records),
+                )
+            except proposal.Rejected as e:
+                await self._append(ProposalRejected(call_index=call_index, attempt=attempt, error=str(e)))
+                continue
+            await self._append(ProposalAccepted(call_index=call_index, action=action.model_dump(mode="json")))
+            return action
+        await self._fail(f"the model's proposal was refused twice at step {call_index}: {self._last_rejection()}")
+        return None
+
+    def _last_rejection(self) -> str:
+        for rec in reversed(self.records):
+            if isinstance(rec.event, ProposalRejected):
+                return rec.event.error
+        return "refused"
+
+    def _allowed_tools(self, profile: Profile) -> list[str]:
+        return [name for name in profile.tools if name in self.rt.tools]
+
+    # -- step 7: acting on an accepted proposal --------------------------------------------------
+
+    async def _act(self, trusted: Trusted, call_index: int, action: proposal.Action) -> None:
+        if isinstance(action, proposal.FinalAnswer):
+            await self._append(
+                AnswerGiven(answer=action.answer, sources=tuple(action.sources)),
+                TaskPhaseChanged(phase=TaskPhase.COMPLETED, reason="answered"),
+            )
+        elif isinstance(action, proposal.Escalate):
+            await self._append(
+                TaskEscalated(reason=action.reason),
+                TaskPhaseChanged(phase=TaskPhase.COMPLETED, reason=f"escalated: {action.reason}"),
+            )
+        elif isinstance(action, proposal.CallTool):
+            await self._call_tool(trusted, call_index, action)
+
+    async def _call_tool(self, trusted: Trusted, call_index: int, action: proposal.CallTool) -> None:
+        tool = self.rt.tools.get(action.tool)
+        call_id = f"c{call_index}"
+        proposed = ToolCallProposed(call_id=call_id, tool=action.tool, arguments=action.arguments, reason=action.reason)
+        if tool.contract.needs_approval:
+            approval = ApprovalRequested(
+                approval_id=f"ap-{secrets.token_hex(4)}",
+                call_id=call_id,
+                tool=action.tool,
+                arguments_hash=arguments_hash(action.arguments),
+                reason=action.reason,
+                expires_at=(trusted.now + self.rt.approval_ttl).isoformat(),
+            )
+            await self._append(
+                proposed,
+                approval,
+                TaskPhaseChanged(phase=TaskPhase.AWAITING_APPROVAL, reason=f"{action.tool} needs approval"),
+            )
+            log.info("approval requested", task_id=self.task_id, approval_id=approval.approval_id, tool=action.tool)
+            raise Stop
+        await self._append(proposed)
+        await self._execute(trusted, proposed, approved=False)
+
+    async def _execute(self, trusted: Trusted, proposed: ToolCallProposed, *, approved: bool) -> None:
+        tool = self.rt.tools.get(proposed.tool)
+        # Recorded before the tool runs: after a crash, a start without a result is a known unknown.
+        await self._append(
+            ToolCallStarted(call_id=proposed.call_id, tool=proposed.tool, idempotent=tool.contract.idempotent)
+        )
+        ctx = ToolContext(
+            task_id=self.task_id,
+            tenant=trusted.tenant,
+            actor=trusted.actor,
+            workspace=Path(trusted.submitted.workspace),
+            artifacts=self.rt.artifacts,
+            facts=self._facts(),
+            protected=self.rt.protected,
+        )
+        outcome = await anyio.to_thread.run_sync(lambda: execute(tool, ctx, proposed.arguments, approved=approved))
+        await self._append(
+            ToolCallExecuted(
+                call_id=proposed.call_id,
+                tool=proposed.tool,
+                status=outcome.status if outcome.status in _STATUSES else "error",
+                observation=outcome.observation,
+                artifact_ref=outcome.artifact_ref,
+                attempts=outcome.attempts,
+                elapsed_s=round(outcome.elapsed_s, 4),
+            ),
+            *outcome.artifact_events,
+        )
+
+    def _facts(self) -> dict[str, Any]:
+        """Trusted facts tools may check arguments against: here, the artifacts this task produced."""
+        refs = [r.event.artifact_ref for r in self.records if isinstance(r.event, ToolCallExecuted) and r.event.artifact_ref]
+        return {FACT_ARTIFACT_REFS: tuple(refs)}
+
+    # -- approvals -------------------------------------------------------------------------------
+
+    async def _settle_tool_call(self, summary) -> bool:
+        """If a proposed tool call waits on an approval that has been decided (or has expired), act on it."""
+        pending = _open_call(self.records)
+        if pending is None:
+            return False
+        proposed, request = pending
+        decision = _decision_for(self.records, request.approval_id)
+        trusted = self._trusted()
+        if decision is None:
+            if request.expires_at and datetime.fromisoformat(request.expires_at) <= trusted.now:
+                # Nobody answered in time: the default is no.
+                await self._append(ApprovalDenied(approval_id=request.approval_id, by="agentd", reason="expired"))
+                decision = self.records[-1].event
+            else:
+                return False
+        if isinstance(decision, ApprovalGranted) and arguments_hash(proposed.arguments) == request.arguments_hash:
+            await self._append(TaskPhaseChanged(phase=TaskPhase.RUNNING, reason=f"approved by {decision.by}"))
+            await self._execute(trusted, proposed, approved=True)
+        else:
+            reason = decision.reason if isinstance(decision, ApprovalDenied) else "arguments changed after approval"
+            await self._append(
+                TaskPhaseChanged(phase=TaskPhase.RUNNING, reason=f"{proposed.tool} denied"),
+                ToolCallExecuted(
+                    call_id=proposed.call_id,
+                    tool=proposed.tool,
+                    status="denied",
+                    observation={"error": "denied", "message": reason or "denied by a person"},
+                ),
+            )
+        return True
+
+    async def _fail(self, reason: str) -> None:
+        log.warning("task failed", task_id=self.task_id, reason=reason)
+        await self._append(TaskPhaseChanged(phase=TaskPhase.FAILED, reason=reason))
+
+
+_STATUSES = {"ok", "error", "timeout", "invalid_arguments", "refused"}
+
+
+def _decision_kind(summary, call_index: int) -> str:
+    """Step 2: every decision chooses the next action; the last allowed one must end the task."""
+    return "final_step" if call_index >= summary.max_steps else "next_step"
+
+
+def _done_calls(records: Sequence[Recorded]) -> dict[str, str]:
+    proposed = {r.event.call_id: r.event for r in records if isinstance(r.event, ToolCallProposed)}
+    return {
+        proposal.call_key(proposed[r.event.call_id].tool, proposed[r.event.call_id].arguments): r.event.call_id
+        for r in records
+        if isinstance(r.event, ToolCallExecuted) and r.event.call_id in proposed
+    }
+
+
+def _open_call(records: Sequence[Recorded]) -> tuple[ToolCallProposed, ApprovalRequested] | None:
+    """The tool call proposed last, if it waits on an approval and has no result yet."""
+    proposed: dict[str, ToolCallProposed] = {}
+    requests: dict[str, ApprovalRequested] = {}
+    done: set[str] = set()
+    for rec in records:
+        e = rec.event
+        if isinstance(e, ToolCallProposed):
+            proposed[e.call_id] = e
+        elif isinstance(e, ApprovalRequested):
+            requests[e.call_id] = e
+        elif isinstance(e, ToolCallExecuted):
+            done.add(e.call_id)
+    for call_id, request in requests.items():
+        if call_id not in done:
+            return proposed[call_id], request
+    return None
+
+
+def _decision_for(records: Sequence[Recorded], approval_id: str):
+    for rec in records:
+        if isinstance(rec.event, (ApprovalGranted, ApprovalDenied)) and rec.event.approval_id == approval_id:
+            return rec.event
+    return None
+
+
+def arguments_hash(arguments: dict) -> str:
+    """An approval is for exactly these arguments; any change is a different request."""
+    return hashlib.sha256(json.dumps(arguments, sort_keys=True, separators=(",", ":")).encode()).hexdigest()

@@ -1,0 +1,36 @@
+"""The parts of one agentd process, wired together from the settings."""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+
+from runtime import plugins
+from runtime.agent import Runtime
+from runtime.artifacts import ArtifactStore
+from runtime.config import Settings
+from runtime.inference import HttpModel, LocalModel, Model
+from runtime.model_file import resolve_model
+from store import EventStore
+
+
+def open_model(settings: Settings) -> Model:
+    path = resolve_model(settings.model)
+    if settings.model_url:
+        # The endpoint runs the model; the local GGUF only lends its chat template and name.
+        return HttpModel(settings.model_url, template_from=path, n_ctx=settings.n_ctx)
+    threads = settings.threads or min(4, os.cpu_count() or 1)
+    return LocalModel(path, settings.n_ctx, kv_cache_bytes=settings.kv_cache_mb * 2**20, n_threads=threads)
+
+
+def open_runtime(settings: Settings, store: EventStore, model: Model | None = None) -> Runtime:
+    loaded = plugins.load(settings.plugins)
+    return Runtime(
+        store=store,
+        model=model or open_model(settings),
+        tools=loaded.tools,
+        profiles=loaded.profiles,
+        artifacts=ArtifactStore(settings.artifacts_dir),
+        protected=(settings.data_dir,),
+        approval_ttl=timedelta(seconds=settings.approval_ttl_s),
+    )

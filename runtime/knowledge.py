@@ -1,0 +1,166 @@
+"""Evidence: versioned Markdown documents, retrieved within the caller's scope and packed by utility.
+
+A document is a Markdown file whose front matter names its id, version and scope:
+
+    ---
+    id: runbook/api-keys
+    version: v7
+    tenants: acme, globex        (or * for everyone)
+    authority: 1.0               (policy 1.0, how-to 0.7, forum post 0.3)
+    supersedes: v6               (optional; a superseded version scores low on freshness)
+    ---
+
+Each `##` section is one candidate, cited as `<id>@<version>#<anchor>`. Scope is a filter applied
+before anything is scored, so another tenant's text is never a candidate, not even a rejected one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset("a an and are as at be by for from how i in is it my not of on or the this to was what why with you your".split())
+
+
+@dataclass(frozen=True)
+class Section:
+    cite: str
+    doc_id: str
+    version: str
+    title: str
+    text: str
+    tenants: frozenset[str]
+    authority: float
+    current: bool
+
+    def allowed_for(self, tenant: str) -> bool:
+        return "*" in self.tenants or tenant in self.tenants
+
+
+@dataclass(frozen=True)
+class Scored:
+    section: Section
+    utility: float
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Packed:
+    selected: tuple[Scored, ...]
+    left_out: tuple[tuple[Scored, str], ...]
+    budget: int
+    used: int
+
+
+def load_folder(folder: Path) -> list[Section]:
+    """Every section of every document in `folder` (recursively), in a stable order."""
+    if not folder.is_dir():
+        return []
+    docs = [_parse(p) for p in sorted(folder.rglob("*.md"))]
+    superseded = {(d["id"], v.strip()) for d in docs for v in d.get("supersedes", "").split(",") if v.strip()}
+    sections: list[Section] = []
+    for d in docs:
+        current = (d["id"], d["version"]) not in superseded
+        for anchor, title, text in d["sections"]:
+            sections.append(
+                Section(
+                    cite=f"{d['id']}@{d['version']}#{anchor}",
+                    doc_id=d["id"],
+                    version=d["version"],
+                    title=title,
+                    text=text,
+                    tenants=frozenset(t.strip() for t in d.get("tenants", "*").split(",") if t.strip()),
+                    authority=float(d.get("authority", "1.0")),
+                    current=current,
+                )
+            )
+    return sections
+
+
+def _parse(path: Path) -> dict:
+    text = path.read_text(encoding="utf-8")
+    meta: dict = {"id": path.stem, "version": "v1"}
+    if text.startswith("---\n"):
+        head, _, text = text[4:].partition("\n---\n")
+        for line in head.splitlines():
+            key, sep, value = line.partition(":")
+            if sep:
+                meta[key.strip()] = value.strip()
+    meta["sections"] = _sections(text)
+    return meta
+
+
+def _sections(text: str) -> list[tuple[str, str, str]]:
+    out: list[tuple[str, str, str]] = []
+    title, lines = None, []
+    for line in text.splitlines():
+        if line.startswith("## "):
+            if title is not None:
+                out.append((_anchor(title), title, "\n".join(lines).strip()))
+            title, lines = line[3:].strip(), []
+        elif title is not None:
+            lines.append(line)
+    if title is not None:
+        out.append((_anchor(title), title, "\n".join(lines).strip()))
+    return out
+
+
+def _anchor(title: str) -> str:
+    return "-".join(_WORD.findall(title.lower())) or "section"
+
+
+def terms(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
+
+
+def relevance(query: Iterable[str], section: Section) -> float:
+    """Share of the query's distinct terms the section mentions, title matches counting double; 0..1."""
+    wanted = set(query)
+    if not wanted:
+        return 0.0
+    body = set(terms(section.text))
+    title = set(terms(section.title))
+    hits = sum(2.0 if t in title else 1.0 for t in wanted if t in body or t in title)
+    return min(1.0, hits / len(wanted))
+
+
+def retrieve(
+    sections: Iterable[Section],
+    *,
+    tenant: str,
+    query: str,
+    exclude: set[str],
+    budget: int,
+    limit: int,
+    count: Callable[[str], int],
+) -> Packed:
+    """Authorize, score, pack: utility = relevance x authority x freshness - redundancy (seed 000)."""
+    in_scope = [s for s in sections if s.allowed_for(tenant) and s.cite not in exclude]
+    q = terms(query)
+    scored = []
+    seen_docs: set[str] = set()
+    for s in sorted(in_scope, key=lambda s: (-relevance(q, s) * s.authority, s.cite)):
+        freshness = 1.0 if s.current else 0.2
+        # A second section of a document already chosen adds less than a first one of another.
+        redundancy = 0.1 if s.doc_id in seen_docs else 0.0
+        utility = relevance(q, s) * s.authority * freshness - redundancy - (0.0 if s.current else 0.2)
+        seen_docs.add(s.doc_id)
+        scored.append(Scored(s, round(utility, 4), count(s.text)))
+    scored.sort(key=lambda c: (-c.utility, c.section.cite))
+    selected: list[Scored] = []
+    left_out: list[tuple[Scored, str]] = []
+    used = 0
+    for c in scored:
+        if c.utility <= 0:
+            left_out.append((c, "not useful for this decision (utility <= 0)"))
+        elif len(selected) >= limit:
+            left_out.append((c, f"ranked below the top {limit}"))
+        elif used + c.tokens > budget:
+            left_out.append((c, f"over the evidence budget ({used} + {c.tokens} > {budget} tokens)"))
+        else:
+            selected.append(c)
+            used += c.tokens
+    return Packed(tuple(selected), tuple(left_out), budget, used)

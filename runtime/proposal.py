@@ -1,0 +1,142 @@
+"""What the model may propose, as a JSON schema for llama.cpp's grammar and as pydantic models for code.
+
+Schema-valid is not correct: `validate` checks the values against trusted state (allowed tools,
+sources the model was actually shown) and says precisely what is wrong, so one retry can fix it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+# llama.cpp's schema-to-grammar spells out every position of a maxLength, so the grammar balloons
+# past a few hundred: the answer's limit is left to validation (and to max_tokens).
+REASON_CHARS = 240
+ANSWER_CHARS = 1200
+
+
+class _Action(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CallTool(_Action):
+    action: Literal["call_tool"]
+    tool: str
+    arguments: dict[str, Any]
+    reason: str = Field("", max_length=REASON_CHARS)
+
+
+class ActivateSkill(_Action):
+    action: Literal["activate_skill"]
+    skill: str
+    reason: str = Field("", max_length=REASON_CHARS)
+
+
+class FinalAnswer(_Action):
+    action: Literal["final_answer"]
+    answer: str = Field(min_length=1, max_length=ANSWER_CHARS)
+    sources: list[str] = []
+
+
+class Escalate(_Action):
+    action: Literal["escalate"]
+    reason: str = Field(min_length=1, max_length=REASON_CHARS)
+
+
+Action = Annotated[Union[CallTool, ActivateSkill, FinalAnswer, Escalate], Field(discriminator="action")]
+_adapter: TypeAdapter[Action] = TypeAdapter(Action)
+
+
+class Rejected(ValueError):
+    """A proposal that code will not act on; the message is fed back to the model on the retry."""
+
+
+def schema(tool_arguments: dict[str, dict], skills: list[str], allow_answer: bool = True) -> dict:
+    """The output contract of one decision: one of the allowed actions, nothing else.
+
+    `tool_arguments` maps each tool allowed in this decision to the JSON schema of its arguments.
+    """
+    options: list[dict] = []
+    for name in sorted(tool_arguments):
+        options.append(
+            _object(
+                action={"const": "call_tool"},
+                tool={"const": name},
+                arguments=tool_arguments[name],
+                reason={"type": "string", "maxLength": REASON_CHARS},
+            )
+        )
+    if skills:
+        options.append(
+            _object(
+                action={"const": "activate_skill"},
+                skill={"enum": sorted(skills)},
+                reason={"type": "string", "maxLength": REASON_CHARS},
+            )
+        )
+    if allow_answer:
+        options.append(
+            _object(
+                action={"const": "final_answer"},
+                answer={"type": "string", "minLength": 1},
+                sources={"type": "array", "items": {"type": "string"}, "maxItems": 8},
+            )
+        )
+    options.append(_object(action={"const": "escalate"}, reason={"type": "string", "minLength": 1, "maxLength": REASON_CHARS}))
+    return {"anyOf": options}
+
+
+def _object(**properties: dict) -> dict:
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+def parse(text: str) -> Action:
+    """The model's output as an action, or Rejected saying what is wrong with it."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise Rejected(f"the output is not JSON ({e.msg} at character {e.pos})") from None
+    try:
+        return _adapter.validate_python(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "output"
+        raise Rejected(f"{loc}: {err['msg']}") from None
+
+
+def call_key(tool: str, arguments: dict) -> str:
+    return f"{tool} {json.dumps(arguments, sort_keys=True, separators=(',', ':'))}"
+
+
+def validate(
+    action: Action,
+    *,
+    allowed_tools: set[str],
+    skills: set[str],
+    sources: set[str],
+    done_calls: dict[str, str] | None = None,
+) -> Action:
+    """Check the proposal against trusted state; arguments are checked by the tool's own contract.
+
+    `done_calls` maps `call_key`s of calls already carried out to their call ids: the same call again
+    would only return the same result, which a small model otherwise requests in a loop.
+    """
+    if isinstance(action, CallTool) and action.tool not in allowed_tools:
+        known = ", ".join(sorted(allowed_tools)) or "none"
+        raise Rejected(f"there is no tool {action.tool!r} in this step; the tools are: {known}")
+    if isinstance(action, CallTool) and done_calls and call_key(action.tool, action.arguments) in done_calls:
+        earlier = done_calls[call_key(action.tool, action.arguments)]
+        raise Rejected(
+            f"{action.tool} was already called with exactly these arguments (call {earlier}); its result is "
+            "above. Use it, try different arguments, or answer"
+        )
+    if isinstance(action, ActivateSkill) and action.skill not in skills:
+        raise Rejected(f"there is no skill {action.skill!r}")
+    if isinstance(action, FinalAnswer):
+        unknown = [s for s in action.sources if s not in sources]
+        if unknown:
+            shown = ", ".join(sorted(sources)) or "none"
+            raise Rejected(f"sources {unknown} were not in the evidence you were given; cite only: {shown}")
+    return action

@@ -1,0 +1,42 @@
+"""A model whose replies are scripted, for tests about what code does with a reply (validation,
+approvals, tool outcomes). It renders and counts with the real bundled model, so every prompt,
+manifest and token figure is real; only the text of each reply is given."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+from runtime.inference import CallStats, Completion, LocalModel, Message
+
+
+class ScriptedModel:
+    def __init__(self, real: LocalModel, replies: Sequence[str | dict]) -> None:
+        self.real = real
+        self.replies = [r if isinstance(r, str) else json.dumps(r) for r in replies]
+        self.prompts: list[str] = []
+        self.name = "scripted"
+        self.n_ctx = real.n_ctx
+
+    def render(self, messages: Sequence[Message]) -> str:
+        return self.real.render(messages)
+
+    def tokenize(self, text: str) -> list[int]:
+        return self.real.tokenize(text)
+
+    def count(self, text: str) -> int:
+        return self.real.count(text)
+
+    def complete(self, prompt: str, *, schema: dict | None, max_tokens: int, session: str | None = None) -> Completion:
+        if not self.replies:
+            raise AssertionError("the script ran out of replies")
+        self.prompts.append(prompt)
+        text = self.replies.pop(0)
+        tokens = self.count(prompt)
+        return Completion(text, CallStats(tokens, 0, tokens, self.count(text), 0.0, 0.0), "stop")
+
+    async def acomplete(self, prompt: str, **kw: Any) -> Completion:
+        return self.complete(prompt, **kw)
+
+    def stats(self) -> dict:
+        return {"model": self.name}
