@@ -26,7 +26,7 @@ from typing import Any, Sequence
 import anyio
 
 from runtime import context, knowledge, logs, proposal
-from runtime.artifacts import ArtifactStore
+from runtime.artifacts import ArtifactStore, ref_for
 from runtime.blocks import Block
 from runtime.inference import Model
 from runtime.profiles import Profile, prefix_blocks
@@ -186,79 +186,30 @@ class _Runner:
         return Trusted(self.task_id, first.actor, submitted.tenant, datetime.now(UTC), submitted, profile)
 
     async def _retrieve(self, trusted: Trusted, transcript: context.Transcript, call_index: int) -> list[Block]:
-        """Steps 3 and 4: evidence the tenant may see, ranked by utility, packed within the budget."""
-        sections = self.rt.sections(trusted.profile)
-        if not sections:
+        """Steps 3 and 4, recorded with the evidence's text so the task's later requests repeat it."""
+        items, left_out = retrieve_evidence(self.rt, trusted, transcript)
+        if not items:
             return []
-        last_result = next((t.content() for t in reversed(transcript.turns) if t.role == "tool"), "")
-        packed = knowledge.retrieve(
-            sections,
-            tenant=trusted.tenant,
-            query=f"{trusted.submitted.goal} {last_result}",
-            exclude=set(transcript.evidence_ids),
-            budget=EVIDENCE_BUDGET,
-            limit=EVIDENCE_PER_DECISION,
-            count=self.rt.model.count,
-        )
-        if not packed.selected:
-            return []
-        items = tuple(
-            EvidenceItem(
-                cite=c.section.cite,
-                source=c.section.doc_id,
-                version=c.section.version,
-                sha256=hashlib.sha256(c.section.text.encode()).hexdigest(),
-                text=c.section.text,
-                utility=c.utility,
-                tokens=c.tokens,
-            )
-            for c in packed.selected
-        )
-        left = tuple(
-            LeftOut(source=c.section.cite, kind="evidence", tokens=c.tokens, reason=reason) for c, reason in packed.left_out
-        )
-        await self._append(EvidenceRetrieved(call_index=call_index, items=items, left_out=left))
+        await self._append(EvidenceRetrieved(call_index=call_index, items=items, left_out=left_out))
         return [context.evidence_block(i) for i in items]
 
     async def _propose(
         self, trusted: Trusted, call_index: int, kind: str, evidence: list[Block]
     ) -> proposal.Action | None:
         """Steps 5 to 7 for one decision, with one bounded retry when the proposal is refused."""
-        profile = trusted.profile
-        allowed = self._allowed_tools(profile)
-        schema = proposal.schema(
-            {name: inline_schema(self.rt.tools.get(name).contract.input_model) for name in allowed},
-            skills=[],
-            allow_answer=True,
-        )
-        prefix = prefix_blocks(profile, self.rt.tools.definitions(profile.tools))
         for attempt in (1, 2):
-            transcript, summary = context.rebuild(self.records)
-            if attempt == 1:
-                tail = context.user_turn(summary, call_index, trusted.submitted.goal, evidence)
-            else:
-                # The retry is the refused reply plus why it was refused, appended: the prefix holds.
-                tail = [context.rejection_block(self._last_rejection())]
-            request = context.assemble(
-                prefix=prefix,
-                transcript=transcript,
-                tail=tail,
-                render=self.rt.model.render,
-                count=self.rt.model.count,
-                window=self.rt.model.n_ctx,
-                max_output=profile.max_output_tokens,
-                decision=kind,
-                schema=schema,
-                prompt_ref=lambda text: self.rt.artifacts.put(text.encode()),
+            request, schema, allowed = build_request(
+                self.rt, trusted, self.records, call_index, attempt, kind, evidence, store_prompt=True
             )
             try:
                 completion = await self.rt.model.acomplete(
-                    request.prompt, schema=schema, max_tokens=profile.max_output_tokens, session=self.task_id
+                    request.prompt, schema=schema, max_tokens=trusted.profile.max_output_tokens, session=self.task_id
                 )
             except InferenceError as e:
                 await self._fail(f"the model failed: {e}")
                 return None
-            broken = context.prefix_break(transcript.last_manifest, request.manifest)
+            previous = context.rebuild(self.records)[0].last_manifest
+            broken = context.prefix_break(previous, request.manifest)
             if broken is not None:
                 log.warning("prefix break", task_id=self.task_id, call_index=call_index, first_changed_block=broken)
             s = completion.stats
@@ -280,29 +231,14 @@ class _Runner:
                 )
             )
             try:
-                action = proposal.validate(
-                    proposal.parse(completion.text),
-                    allowed_tools=set(allowed),
-                    skills=set(),
-                    sources=set(transcript.evidence_ids) | set(transcript.read_paths),
-                    done_calls=_done_calls(self.records),
-                )
+                action = judge(completion.text, allowed, self.records)
             except proposal.Rejected as e:
                 await self._append(ProposalRejected(call_index=call_index, attempt=attempt, error=str(e)))
                 continue
             await self._append(ProposalAccepted(call_index=call_index, action=action.model_dump(mode="json")))
             return action
-        await self._fail(f"the model's proposal was refused twice at step {call_index}: {self._last_rejection()}")
+        await self._fail(f"the model's proposal was refused twice at step {call_index}: {_last_rejection(self.records)}")
         return None
-
-    def _last_rejection(self) -> str:
-        for rec in reversed(self.records):
-            if isinstance(rec.event, ProposalRejected):
-                return rec.event.error
-        return "refused"
-
-    def _allowed_tools(self, profile: Profile) -> list[str]:
-        return [name for name in profile.tools if name in self.rt.tools]
 
     # -- step 7: acting on an accepted proposal --------------------------------------------------
 
@@ -416,6 +352,108 @@ class _Runner:
 
 
 _STATUSES = {"ok", "error", "timeout", "invalid_arguments", "refused"}
+
+
+def retrieve_evidence(
+    rt: Runtime, trusted: Trusted, transcript: context.Transcript
+) -> tuple[tuple[EvidenceItem, ...], tuple[LeftOut, ...]]:
+    """Steps 3 and 4: evidence the tenant may see, not yet shown, ranked by utility, packed in budget."""
+    sections = rt.sections(trusted.profile)
+    if not sections:
+        return (), ()
+    last_result = next((t.content() for t in reversed(transcript.turns) if t.role == "tool"), "")
+    packed = knowledge.retrieve(
+        sections,
+        tenant=trusted.tenant,
+        query=f"{trusted.submitted.goal} {last_result}",
+        exclude=set(transcript.evidence_ids),
+        budget=EVIDENCE_BUDGET,
+        limit=EVIDENCE_PER_DECISION,
+        count=rt.model.count,
+    )
+    items = tuple(
+        EvidenceItem(
+            cite=c.section.cite,
+            source=c.section.doc_id,
+            version=c.section.version,
+            sha256=hashlib.sha256(c.section.text.encode()).hexdigest(),
+            text=c.section.text,
+            utility=c.utility,
+            tokens=c.tokens,
+        )
+        for c in packed.selected
+    )
+    left_out = tuple(
+        LeftOut(source=c.section.cite, kind="evidence", tokens=c.tokens, reason=reason) for c, reason in packed.left_out
+    )
+    return items, left_out
+
+
+def build_request(
+    rt: Runtime,
+    trusted: Trusted,
+    records: Sequence[Recorded],
+    call_index: int,
+    attempt: int,
+    kind: str,
+    evidence: list[Block],
+    *,
+    store_prompt: bool,
+) -> tuple[context.Request, dict, list[str]]:
+    """Step 5: the request for one attempt of one decision, from the events before it.
+
+    A pure function of the log, the profile and the tools (given the evidence chosen for the step),
+    so replay builds exactly the request the runner built. `store_prompt` keeps the prompt text in
+    the artifact store; replay only needs its reference.
+    """
+    profile = trusted.profile
+    allowed = [name for name in profile.tools if name in rt.tools]
+    schema = proposal.schema(
+        {name: inline_schema(rt.tools.get(name).contract.input_model) for name in allowed},
+        skills=[],
+        allow_answer=True,
+    )
+    prefix = prefix_blocks(profile, rt.tools.definitions(profile.tools))
+    transcript, summary = context.rebuild(records)
+    if attempt == 1:
+        tail = context.user_turn(summary, call_index, trusted.submitted.goal, evidence)
+    else:
+        # The retry is the refused reply plus why it was refused, appended: the prefix holds.
+        tail = [context.rejection_block(_last_rejection(records))]
+    request = context.assemble(
+        prefix=prefix,
+        transcript=transcript,
+        tail=tail,
+        render=rt.model.render,
+        count=rt.model.count,
+        window=rt.model.n_ctx,
+        max_output=profile.max_output_tokens,
+        decision=kind,
+        schema=schema,
+        prompt_ref=(lambda text: rt.artifacts.put(text.encode())) if store_prompt else (
+            lambda text: ref_for(text.encode())
+        ),
+    )
+    return request, schema, allowed
+
+
+def judge(text: str, allowed: list[str], records: Sequence[Recorded]) -> proposal.Action:
+    """Step 7's first half: the reply as an action code will carry out, or Rejected with the reason."""
+    transcript, _ = context.rebuild(records)
+    return proposal.validate(
+        proposal.parse(text),
+        allowed_tools=set(allowed),
+        skills=set(),
+        sources=set(transcript.evidence_ids) | set(transcript.read_paths),
+        done_calls=_done_calls(records),
+    )
+
+
+def _last_rejection(records: Sequence[Recorded]) -> str:
+    for rec in reversed(records):
+        if isinstance(rec.event, ProposalRejected):
+            return rec.event.error
+    return "refused"
 
 
 def _decision_kind(summary, call_index: int) -> str:

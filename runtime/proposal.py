@@ -110,6 +110,11 @@ def call_key(tool: str, arguments: dict) -> str:
     return f"{tool} {json.dumps(arguments, sort_keys=True, separators=(',', ':'))}"
 
 
+def from_dict(data: dict) -> Action:
+    """An action as recorded in the log (already validated once)."""
+    return _adapter.validate_python(data)
+
+
 def validate(
     action: Action,
     *,

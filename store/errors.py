@@ -93,3 +93,7 @@ class ContextOverflow(AgentdError):
 
 class ToolError(AgentdError):
     """A tool call was refused or failed; the message says which and why."""
+
+
+class RecordingMismatch(AgentdError):
+    """Re-running a task against its recorded outputs gave a different request or outcome."""

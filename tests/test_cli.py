@@ -24,7 +24,8 @@ def test_every_command_has_help(agentd) -> None:
     for args in (
         [], ["task"], ["task", "submit"], ["task", "list"], ["task", "show"], ["task", "cancel"], ["events"],
         ["events", "list"], ["events", "tail"], ["events", "export"], ["events", "import"], ["replay"],
-        ["db", "upgrade"], ["db", "check"], ["serve"], ["model", "path"],
+        ["db", "upgrade"], ["db", "check"], ["serve"], ["model", "path"], ["task", "run"], ["approvals"],
+        ["approvals", "list"], ["approvals", "approve"], ["approvals", "deny"],
     ):
         result = agentd(*args, "--help")
         assert result.returncode == 0 and "Usage: agentd" in result.stdout, (args, result.stderr)

@@ -8,20 +8,39 @@ import click
 
 from runtime.cli._app import App, json_option, pass_app
 from runtime.output import echo_json, table
+from runtime.host import open_runtime
+from runtime.rerun import rerun_recorded
 from store import replay as replaying
+from store.errors import RecordingMismatch
 
 
 @click.command()
 @click.option("--until", "until", type=click.IntRange(min=0), help="Show every task as it stood right after event SEQ.")
+@click.option("--task", "task_id", help="With --recorded: the task to re-run.")
+@click.option("--recorded", is_flag=True, help="Re-run the task's decisions against its recorded model outputs.")
 @json_option
 @pass_app
-def replay(app: App, until: int | None, as_json: bool) -> None:
+def replay(app: App, until: int | None, task_id: str | None, recorded: bool, as_json: bool) -> None:
     """Rebuild every projection from the log into a scratch database and compare with the live one.
 
-    Exits non-zero and names the first difference when they disagree.
+    Exits non-zero and names the first difference when they disagree. With --task ID --recorded,
+    rebuild each of the task's requests with today's code instead, feed it the recorded model output,
+    and name the first step whose manifest or outcome differs.
     """
     store = app.store()
     settings = app.settings()
+    if recorded or task_id:
+        if not (recorded and task_id):
+            raise click.UsageError("--recorded and --task go together: agentd replay --task ID --recorded")
+        report = rerun_recorded(open_runtime(settings, store), task_id)
+        if as_json:
+            echo_json({"task_id": task_id, "calls": report.calls, "difference": str(report.difference or "") or None})
+        if report.difference is not None:
+            raise RecordingMismatch(f"task {task_id} differs from its recording at {report.difference}")
+        if not as_json:
+            click.echo(f"re-ran {report.calls} model calls of {task_id} on their recorded outputs: every manifest "
+                       "and outcome matches")
+        return
     if until is not None:
         with store.reading() as conn:
             states = replaying.states_until(conn, until)

@@ -1,0 +1,144 @@
+"""Re-running a task against its recorded model outputs: how a change to the assembler is checked.
+
+Each recorded model call is rebuilt from the events before it, with today's code, profile, tools and
+evidence: the rebuilt manifest is compared block by block with the recorded one, the recorded output
+is fed to today's validation instead of calling the model, and the verdict is compared with what was
+recorded. Tools are not run again; their recorded results are part of the history the next step
+is built from. The first step where anything differs is reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from runtime import agent, context, proposal
+from runtime.agent import Runtime, Trusted
+from store.errors import AgentdError
+from store.events import (
+    ContextManifest,
+    EvidenceRetrieved,
+    ModelCalled,
+    ProposalAccepted,
+    ProposalRejected,
+    Recorded,
+    TaskSubmitted,
+)
+
+
+@dataclass(frozen=True)
+class Difference:
+    call_index: int
+    attempt: int
+    what: str
+
+    def __str__(self) -> str:
+        return f"step {self.call_index} (try {self.attempt}): {self.what}"
+
+
+@dataclass(frozen=True)
+class RerunReport:
+    task_id: str
+    calls: int
+    difference: Difference | None
+
+
+def rerun_recorded(rt: Runtime, task_id: str) -> RerunReport:
+    records = rt.store.read_stream(task_id)
+    if not records or not isinstance(records[0].event, TaskSubmitted):
+        raise AgentdError(f"no task {task_id!r}")
+    submitted = records[0].event
+    profile = rt.profiles.get(submitted.profile)
+    if profile is None:
+        raise AgentdError(f"task {task_id} uses profile {submitted.profile!r}, which is not loaded")
+    trusted = Trusted(task_id, records[0].actor, submitted.tenant, _time_of(records[0]), submitted, profile)
+    calls = 0
+    for i, rec in enumerate(records):
+        if not isinstance(rec.event, ModelCalled):
+            continue
+        calls += 1
+        difference = _check_call(rt, trusted, records, i)
+        if difference is not None:
+            return RerunReport(task_id, calls, difference)
+    return RerunReport(task_id, calls, None)
+
+
+def _check_call(rt: Runtime, trusted: Trusted, records: list[Recorded], i: int) -> Difference | None:
+    called: ModelCalled = records[i].event
+    step, attempt = called.call_index, called.attempt
+    before = _before_step(records, i) if attempt == 1 else records[:i]
+    evidence: list = []
+    if attempt == 1:
+        transcript, _ = context.rebuild(before)
+        items, _ = agent.retrieve_evidence(rt, trusted, transcript)
+        recorded = _recorded_evidence(records, step)
+        if [x.cite for x in items] != [x.cite for x in recorded] or [x.sha256 for x in items] != [
+            x.sha256 for x in recorded
+        ]:
+            return Difference(
+                step, attempt,
+                f"evidence differs: recorded {[x.cite for x in recorded]}, rebuilt {[x.cite for x in items]}",
+            )
+        evidence = [context.evidence_block(x) for x in recorded]
+        before = records[:i]
+    request, _, allowed = agent.build_request(
+        rt, trusted, before, step, attempt, called.decision, evidence, store_prompt=False
+    )
+    if called.manifest is not None:
+        diff = _manifest_difference(called.manifest, request.manifest)
+        if diff:
+            return Difference(step, attempt, diff)
+    verdict = _verdict(called.output, allowed, records[:i + 1])
+    recorded = _recorded_verdict(records, i)
+    if verdict != recorded:
+        return Difference(step, attempt, f"outcome differs: recorded {recorded}, rebuilt {verdict}")
+    return None
+
+
+def _before_step(records: list[Recorded], i: int) -> list[Recorded]:
+    """The events before the step began (its evidence is retrieved again, so not counted as history)."""
+    step = records[i].event.call_index
+    j = i
+    while j > 0 and isinstance(records[j - 1].event, EvidenceRetrieved) and records[j - 1].event.call_index == step:
+        j -= 1
+    return records[:j]
+
+
+def _recorded_evidence(records: list[Recorded], step: int):
+    return [item for r in records if isinstance(r.event, EvidenceRetrieved) and r.event.call_index == step
+            for item in r.event.items]
+
+
+def _manifest_difference(recorded: ContextManifest, rebuilt: ContextManifest) -> str | None:
+    for a, b in zip(recorded.items, rebuilt.items):
+        if (a.block, a.sha256) != (b.block, b.sha256):
+            return f"the manifest differs at block {a.block!r} (rebuilt: {b.block!r})"
+    if len(recorded.items) != len(rebuilt.items):
+        return f"the manifest has {len(rebuilt.items)} blocks rebuilt, {len(recorded.items)} recorded"
+    if recorded.prompt_ref != rebuilt.prompt_ref:
+        return "the prompt text differs although every block matches (layout or chat template changed)"
+    return None
+
+
+def _verdict(output: str, allowed: list[str], history: list[Recorded]) -> str:
+    try:
+        action = agent.judge(output, allowed, history)
+    except proposal.Rejected as e:
+        return f"rejected: {e}"
+    return f"accepted: {action.model_dump_json()}"
+
+
+def _recorded_verdict(records: list[Recorded], i: int) -> str:
+    for rec in records[i + 1:]:
+        e = rec.event
+        if isinstance(e, ProposalRejected):
+            return f"rejected: {e.error}"
+        if isinstance(e, ProposalAccepted):
+            return f"accepted: {proposal.from_dict(e.action).model_dump_json()}"
+        if isinstance(e, ModelCalled):
+            break
+    return "no verdict recorded"
+
+
+def _time_of(rec: Recorded) -> datetime:
+    return datetime.fromisoformat(rec.recorded_at.replace("Z", "+00:00"))

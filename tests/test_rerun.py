@@ -1,0 +1,72 @@
+"""Re-running a task on its recorded model outputs: same code, same requests; changed code, named step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from runtime.agent import run_task
+from runtime.inference import LocalModel
+from runtime.model_file import bundled_model_path
+from runtime.profiles import WORKSPACE
+from runtime.rerun import rerun_recorded
+from store import EventStore
+from tests.scripted import ScriptedModel
+from tests.test_agent import answer, call, make_runtime, submit
+
+
+@pytest.fixture(scope="module")
+def model() -> LocalModel:
+    return LocalModel(bundled_model_path(), kv_cache_bytes=0)
+
+
+@pytest.fixture
+def recorded(tmp_path: Path, model):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("The release is planned for March 3.\n")
+    with EventStore(f"sqlite:///{tmp_path / 'agentd.db'}") as store:
+        replies = [call("read_log", path="notes.txt"), call("read_file", path="notes.txt"), answer("March 3", "notes.txt")]
+        rt = make_runtime(store, ScriptedModel(model, replies), tmp_path)
+        task_id = submit(store, ws)
+        assert anyio.run(lambda: run_task(rt, task_id)) == "completed"
+        yield store, task_id, tmp_path
+
+
+def test_rerunning_with_unchanged_code_matches_every_call(recorded, model) -> None:
+    store, task_id, tmp_path = recorded
+    report = rerun_recorded(make_runtime(store, model, tmp_path), task_id)
+    assert (report.calls, report.difference) == (3, None)
+
+
+def test_a_changed_instruction_is_reported_at_the_first_step_with_the_block_that_changed(recorded, model) -> None:
+    store, task_id, tmp_path = recorded
+    edited = WORKSPACE.model_copy(update={"policy": (*WORKSPACE.policy, "Always answer in French.")})
+    report = rerun_recorded(make_runtime(store, model, tmp_path, profiles={"workspace": edited}), task_id)
+    assert report.difference is not None
+    assert (report.difference.call_index, report.difference.attempt) == (1, 1)
+    assert "'policy'" in report.difference.what
+
+
+def test_a_changed_validation_is_reported_as_a_different_outcome(recorded, model, monkeypatch) -> None:
+    store, task_id, tmp_path = recorded
+    from runtime import proposal
+
+    # Today's code forgets to check tool names: the refused read_log call would now be accepted.
+    monkeypatch.setattr(proposal, "validate", lambda action, **kw: action)
+    report = rerun_recorded(make_runtime(store, model, tmp_path), task_id)
+    assert report.difference is not None
+    assert (report.difference.call_index, report.difference.attempt) == (1, 1)
+    assert "outcome differs: recorded rejected: there is no tool 'read_log'" in report.difference.what
+
+
+def test_the_cli_exits_non_zero_naming_the_step(recorded, agentd) -> None:
+    store, task_id, tmp_path = recorded
+    ok = agentd("replay", "--task", task_id, "--recorded",
+                env={"AGENTD_DATABASE_URL": f"sqlite:///{tmp_path / 'agentd.db'}", "AGENTD_DATA_DIR": str(tmp_path / "data")})
+    assert ok.returncode == 0, ok.stderr
+    assert "every manifest and outcome matches" in ok.stdout
+    missing = agentd("replay", "--recorded")
+    assert missing.returncode == 2 and "--task" in missing.stderr
