@@ -11,13 +11,17 @@ PIP_VERSION := 26.3
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 export CMAKE_ARGS := $(LLAMA_CMAKE_ARGS)
 
-WORKSPACE ?= examples/support_agent/workspace
+EXAMPLE := examples/support_agent
+AGENTD  := $(BIN)/agentd --config $(EXAMPLE)/agentd.toml
 
 .PHONY: run test bench lock install install-dev clean
 
+# Serves the worked example: a support question is submitted, the daemon runs it on the bundled model,
+# and the page shows its calls; a key rotation it proposes waits there for approval.
 run: $(VENV)/.installed
-	$(BIN)/agentd db upgrade
-	$(BIN)/agentd serve --workspace $(WORKSPACE)
+	$(AGENTD) db upgrade
+	$(AGENTD) task submit --profile support --tenant acme "Why is my API key not working? My account is A-123."
+	$(AGENTD) serve
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest

@@ -7,13 +7,14 @@ import signal
 import threading
 from typing import Iterator
 
+import anyio
 import uvicorn
 
 from runtime import logs
+from runtime.agent import Runtime
 from runtime.config import Settings
-from runtime.inference import LoadedModel
+from runtime.scheduler import Scheduler
 from runtime.web import create_app
-from store import EventStore
 
 log = logs.get_logger("agentd.daemon")
 
@@ -23,10 +24,11 @@ def page_address(settings: Settings) -> str:
     return f"http://{host}:{settings.port}/"
 
 
-async def run(settings: Settings, store: EventStore, model: LoadedModel) -> None:
-    """Serve until SIGINT or SIGTERM; uvicorn turns either into a graceful shutdown."""
+async def run(settings: Settings, rt: Runtime) -> None:
+    """Run tasks and serve the page until SIGINT or SIGTERM; uvicorn turns either into a shutdown."""
+    store = rt.store
     config = uvicorn.Config(
-        create_app(store, model.name),
+        create_app(store, rt.model.name),
         host=settings.host,
         port=settings.port,
         # Our own logging already routes uvicorn's loggers; its default config would bypass redaction.
@@ -36,7 +38,12 @@ async def run(settings: Settings, store: EventStore, model: LoadedModel) -> None
     )
     server = _Server(config)
     log.info("serving", page=page_address(settings), last_seq=store.last_seq())
-    await server.serve()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(Scheduler(rt).run)
+        await server.serve()
+        # The page has stopped; decisions in flight are abandoned at their next await and taken
+        # again from the log at the next start.
+        tg.cancel_scope.cancel()
     log.info("stopped")
 
 

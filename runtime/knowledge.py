@@ -137,24 +137,27 @@ def retrieve(
     limit: int,
     count: Callable[[str], int],
 ) -> Packed:
-    """Authorize, score, pack: utility = relevance x authority x freshness - redundancy (seed 000)."""
+    """Authorize, score, pack: utility = relevance x authority x freshness - redundancy (seed 000).
+
+    A superseded version is both stale (freshness 0.2) and redundant with its successor, so it scores
+    at or below zero and stays out however large the budget. A second section of a document already
+    chosen pays a small redundancy penalty, so one document cannot fill the budget on its own.
+    """
     in_scope = [s for s in sections if s.allowed_for(tenant) and s.cite not in exclude]
     q = terms(query)
-    scored = []
-    seen_docs: set[str] = set()
-    for s in sorted(in_scope, key=lambda s: (-relevance(q, s) * s.authority, s.cite)):
-        freshness = 1.0 if s.current else 0.2
-        # A second section of a document already chosen adds less than a first one of another.
-        redundancy = 0.1 if s.doc_id in seen_docs else 0.0
-        utility = relevance(q, s) * s.authority * freshness - redundancy - (0.0 if s.current else 0.2)
-        seen_docs.add(s.doc_id)
-        scored.append(Scored(s, round(utility, 4), count(s.text)))
-    scored.sort(key=lambda c: (-c.utility, c.section.cite))
+
+    def base(s: Section) -> float:
+        return relevance(q, s) * s.authority * (1.0 if s.current else 0.2) - (0.0 if s.current else 0.2)
+
+    ranked = sorted(in_scope, key=lambda s: (-base(s), s.cite))
     selected: list[Scored] = []
     left_out: list[tuple[Scored, str]] = []
+    chosen_docs: set[str] = set()
     used = 0
-    for c in scored:
-        if c.utility <= 0:
+    for s in ranked:
+        utility = round(base(s) - (0.1 if s.doc_id in chosen_docs else 0.0), 4)
+        c = Scored(s, utility, count(s.text))
+        if utility <= 0:
             left_out.append((c, "not useful for this decision (utility <= 0)"))
         elif len(selected) >= limit:
             left_out.append((c, f"ranked below the top {limit}"))
@@ -162,5 +165,6 @@ def retrieve(
             left_out.append((c, f"over the evidence budget ({used} + {c.tokens} > {budget} tokens)"))
         else:
             selected.append(c)
+            chosen_docs.add(s.doc_id)
             used += c.tokens
     return Packed(tuple(selected), tuple(left_out), budget, used)

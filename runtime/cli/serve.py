@@ -9,9 +9,8 @@ import click
 
 from runtime import daemon, logs
 from runtime.cli._app import App, pass_app
-from runtime.inference import load_model
+from runtime.host import open_runtime
 from runtime.instance import InstanceLock
-from runtime.model_file import resolve_model
 
 
 @click.command()
@@ -25,16 +24,16 @@ def serve(app: App, model: Path | None, workspace: Path | None, host: str | None
     settings = app.settings(model=model, workspace=workspace, host=host, port=port)
     with InstanceLock(settings.data_dir):
         store = app.store()
-        model_path = resolve_model(settings.model)
-        loaded = load_model(model_path)
+        rt = open_runtime(settings, store)
         # From here on the daemon narrates on stderr too; before, a failure is one line from main().
         logs.configure(log_file=settings.log_file, level=settings.log_level, console=True)
         click.echo(
             f"agentd is serving {settings.data_dir.resolve()}\n"
-            f"  model:     {model_path} (context {loaded.n_ctx} tokens)\n"
+            f"  model:     {rt.model.name} (context {rt.model.n_ctx} tokens)\n"
+            f"  profiles:  {', '.join(sorted(rt.profiles))}\n"
             f"  workspace: {settings.workspace.resolve()}\n"
             f"  database:  {settings.url}\n"
             f"  web page:  {daemon.page_address(settings)}\n"
             "Press Ctrl-C to stop."
         )
-        anyio.run(daemon.run, settings, store, loaded)
+        anyio.run(daemon.run, settings, rt)

@@ -1,0 +1,59 @@
+"""Which tasks run when: every task that can take a decision gets a runner, one at a time per task.
+
+Runnable means submitted or running, or waiting for approval when something new has been recorded
+for it since it last stopped (a decision, say). Tasks share the one model; its limiter serializes
+their calls while each task's KV state waits in the model's LRU.
+"""
+
+from __future__ import annotations
+
+import anyio
+from anyio import to_thread
+
+from runtime import logs
+from runtime.agent import Runtime, run_task
+from store.errors import AgentdError
+from store.events import TaskPhase
+
+log = logs.get_logger("agentd.scheduler")
+
+POLL_SECONDS = 0.5
+
+
+class Scheduler:
+    def __init__(self, rt: Runtime, poll_seconds: float = POLL_SECONDS) -> None:
+        self.rt = rt
+        self.poll_seconds = poll_seconds
+        self.running: set[str] = set()
+        # The version each parked task had when its runner stopped; it runs again once that changes.
+        self._parked: dict[str, int] = {}
+
+    async def run(self) -> None:
+        async with anyio.create_task_group() as tg:
+            while True:
+                for task_id in await to_thread.run_sync(self._runnable):
+                    self.running.add(task_id)
+                    tg.start_soon(self._drive, task_id)
+                await anyio.sleep(self.poll_seconds)
+
+    def _runnable(self) -> list[str]:
+        ready = []
+        for s in self.rt.store.tasks():
+            if s.task_id in self.running or TaskPhase(s.phase).finished:
+                continue
+            if s.phase == TaskPhase.AWAITING_APPROVAL and self._parked.get(s.task_id) == s.version:
+                continue
+            ready.append(s.task_id)
+        return ready
+
+    async def _drive(self, task_id: str) -> None:
+        try:
+            with logs.bound(task_id=task_id):
+                phase = await run_task(self.rt, task_id)
+                log.info("task stopped", phase=phase)
+        except AgentdError as e:
+            # A conflict means someone else moved the task (a cancel, another worker): look again later.
+            log.warning("task runner stopped", error=str(e))
+        finally:
+            self._parked[task_id] = self.rt.store.stream_version(task_id)
+            self.running.discard(task_id)

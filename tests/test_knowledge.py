@@ -1,0 +1,63 @@
+"""Evidence retrieval: scope filters before ranking, utility orders, the budget packs, and nothing is silent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runtime.knowledge import load_folder, retrieve
+
+
+def write(folder: Path, name: str, meta: dict, sections: dict[str, str]) -> None:
+    head = "\n".join(f"{k}: {v}" for k, v in meta.items())
+    body = "\n\n".join(f"## {title}\n{text}" for title, text in sections.items())
+    (folder / name).write_text(f"---\n{head}\n---\n# {meta['id']}\n\n{body}\n")
+
+
+def corpus(tmp_path: Path):
+    write(tmp_path, "v7.md", {"id": "policy", "version": "v7", "supersedes": "v6"},
+          {"Revoked keys": "A revoked API key returns 401; rotate it from the console.", "Billing": "Invoices are monthly."})
+    write(tmp_path, "v6.md", {"id": "policy", "version": "v6"}, {"Revoked keys": "A revoked API key returns 403."})
+    write(tmp_path, "forum.md", {"id": "forum", "version": "v1", "authority": "0.3"},
+          {"Revoked keys": "someone said revoked API keys work again after a day"})
+    write(tmp_path, "other.md", {"id": "other-tenant", "version": "v1", "tenants": "globex"},
+          {"Revoked keys": "globex internal: revoked API key procedure"})
+    return load_folder(tmp_path)
+
+
+def cites(packed):
+    return [c.section.cite for c in packed.selected]
+
+
+def test_sections_are_cited_by_document_version_and_anchor(tmp_path: Path) -> None:
+    assert "policy@v7#revoked-keys" in {s.cite for s in corpus(tmp_path)}
+
+
+def test_another_tenants_document_is_never_a_candidate_not_even_a_rejected_one(tmp_path: Path) -> None:
+    packed = retrieve(corpus(tmp_path), tenant="acme", query="revoked API key", exclude=set(), budget=10_000,
+                      limit=10, count=len)
+    assert all("other-tenant" not in c for c in cites(packed))
+    assert all("other-tenant" not in c.section.cite for c, _ in packed.left_out)
+
+
+def test_authority_and_freshness_rank_the_current_policy_first_and_keep_the_superseded_one_out(tmp_path: Path) -> None:
+    packed = retrieve(corpus(tmp_path), tenant="acme", query="revoked API key", exclude=set(), budget=10_000,
+                      limit=10, count=len)
+    assert cites(packed)[0] == "policy@v7#revoked-keys"
+    assert cites(packed).index("forum@v1#revoked-keys") > 0
+    reasons = {c.section.cite: why for c, why in packed.left_out}
+    assert "utility <= 0" in reasons["policy@v6#revoked-keys"]
+
+
+def test_the_budget_and_the_limit_leave_out_with_a_reason(tmp_path: Path) -> None:
+    sections = corpus(tmp_path)
+    tight = retrieve(sections, tenant="acme", query="revoked API key", exclude=set(), budget=70, limit=10, count=len)
+    assert cites(tight) == ["policy@v7#revoked-keys"]
+    assert any("over the evidence budget" in why for _, why in tight.left_out)
+    one = retrieve(sections, tenant="acme", query="revoked API key", exclude=set(), budget=10_000, limit=1, count=len)
+    assert any("below the top 1" in why for _, why in one.left_out)
+
+
+def test_evidence_already_shown_is_not_retrieved_again(tmp_path: Path) -> None:
+    packed = retrieve(corpus(tmp_path), tenant="acme", query="revoked API key", exclude={"policy@v7#revoked-keys"},
+                      budget=10_000, limit=10, count=len)
+    assert "policy@v7#revoked-keys" not in cites(packed)
