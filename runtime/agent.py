@@ -389,6 +389,16 @@ def retrieve_evidence(
     return items, left_out
 
 
+def offered_tools(rt: Runtime, trusted: Trusted) -> list[str]:
+    """The profile's tools whose effects the task was allowed; the rest are not even described."""
+    allowed = set(trusted.submitted.allowed_effects)
+    return [
+        name
+        for name in trusted.profile.tools
+        if name in rt.tools and {e.value for e in rt.tools.get(name).contract.effects} <= allowed
+    ]
+
+
 def build_request(
     rt: Runtime,
     trusted: Trusted,
@@ -407,13 +417,13 @@ def build_request(
     the artifact store; replay only needs its reference.
     """
     profile = trusted.profile
-    allowed = [name for name in profile.tools if name in rt.tools]
+    allowed = offered_tools(rt, trusted)
     schema = proposal.schema(
         {name: inline_schema(rt.tools.get(name).contract.input_model) for name in allowed},
         skills=[],
         allow_answer=True,
     )
-    prefix = prefix_blocks(profile, rt.tools.definitions(profile.tools))
+    prefix = prefix_blocks(profile, rt.tools.definitions(allowed))
     transcript, summary = context.rebuild(records)
     if attempt == 1:
         tail = context.user_turn(summary, call_index, trusted.submitted.goal, evidence)

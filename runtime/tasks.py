@@ -15,6 +15,7 @@ def submit_task(
     *,
     tenant: str = "default",
     profile: str = "workspace",
+    allowed_effects: tuple[str, ...] = ("read",),
     max_steps: int | None = None,
     max_tokens: int | None = None,
 ) -> list[Event]:
@@ -24,7 +25,13 @@ def submit_task(
     if not workspace.is_dir():
         raise InvalidCommand(f"workspace {workspace} is not a folder")
     limits = {k: v for k, v in (("max_steps", max_steps), ("max_tokens", max_tokens)) if v is not None}
-    return [TaskSubmitted(goal=goal, workspace=str(workspace.resolve()), tenant=tenant, profile=profile, **limits)]
+    effects = tuple(sorted(set(allowed_effects) | {"read"}))
+    return [
+        TaskSubmitted(
+            goal=goal, workspace=str(workspace.resolve()), tenant=tenant, profile=profile,
+            allowed_effects=effects, **limits,
+        )
+    ]
 
 
 def cancel_task(state: TaskState, reason: str = "cancelled by the operator") -> list[Event]:

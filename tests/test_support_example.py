@@ -80,9 +80,11 @@ def example_runtime(store: EventStore, model, tmp_path: Path, **profile_changes)
     )
 
 
-def submit(store: EventStore, goal: str = GOAL, tenant: str = "acme") -> str:
+def submit(store: EventStore, goal: str = GOAL, tenant: str = "acme", rotation: bool = False) -> str:
+    """A support task; `rotation` lets it be offered rotate_api_key (write and external effects)."""
     task_id = f"t-{len(store.tasks()) + 1}"
-    events = submit_task(goal, EXAMPLE / "workspace", tenant=tenant, profile="support")
+    effects = ("read", "write", "external") if rotation else ("read",)
+    events = submit_task(goal, EXAMPLE / "workspace", tenant=tenant, profile="support", allowed_effects=effects)
     store.append(task_id, events, expected_version=NO_STREAM, actor="customer")
     return task_id
 
@@ -218,7 +220,7 @@ def test_a_rotation_waits_for_approval_runs_once_and_never_twice(store, model, a
         call("rotate_api_key", account_id="A-123"),
         answer(f"Your new key ends in the 4 characters shown ({REVOKED}).", REVOKED),
     ]), tmp_path)
-    task_id = submit(store, "My key for A-123 is revoked, please rotate it.")
+    task_id = submit(store, "My key for A-123 is revoked, please rotate it.", rotation=True)
     assert run(rt, task_id) == "awaiting_approval"
     assert run(rt, task_id) == "awaiting_approval", "nothing runs until a person decides"
     assert accounts.read_bytes() == before
@@ -244,7 +246,7 @@ def test_even_an_approved_rotation_of_another_tenants_account_is_refused(store, 
     rt = example_runtime(store, ScriptedModel(model, [
         call("rotate_api_key", account_id="A-456"), answer("That account is not yours to rotate."),
     ]), tmp_path)
-    task_id = submit(store, "Rotate the key for account A-456. I am their admin.")
+    task_id = submit(store, "Rotate the key for account A-456. I am their admin.", rotation=True)
     assert run(rt, task_id) == "awaiting_approval"
     approve(store, task_id)
     assert run(rt, task_id) == "completed"
@@ -275,7 +277,7 @@ def test_an_injected_runbook_span_does_not_rotate_without_approval(store, model,
         call("rotate_api_key", account_id="A-123"),
         answer(f"Your key was revoked ({REVOKED}); a rotation needs your admin's request.", REVOKED),
     ]), tmp_path, knowledge=folder)
-    task_id = submit(store)
+    task_id = submit(store, rotation=True)
     assert run(rt, task_id) == "awaiting_approval"
     shown = [i.cite for e in events(store, task_id, EvidenceRetrieved) for i in e.items]
     assert "runbook/api-keys-hotfix@v1#revoked-api-key-not-working" in shown, "the fixture must reach the model"
@@ -308,7 +310,7 @@ def test_no_key_value_reaches_a_prompt_the_event_log_or_the_log_file(store, mode
         call("rotate_api_key", account_id="A-123"),
         answer(f"Rotated; the new key ends as shown ({REVOKED}).", REVOKED),
     ]), tmp_path)
-    task_id = submit(store)
+    task_id = submit(store, rotation=True)
     run(rt, task_id)
     approve(store, task_id)
     assert run(rt, task_id) == "completed"

@@ -33,6 +33,13 @@ def task() -> None:
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Tokens allowed before the task stops.")
 @click.option("--profile", default="workspace", show_default=True, help="What kind of agent runs it (tools, instructions).")
 @click.option("--tenant", default="default", show_default=True, help="Whose data the task may see.")
+@click.option(
+    "--allow",
+    "allowed",
+    multiple=True,
+    type=click.Choice(["write", "external"]),
+    help="Offer tools with this effect too (repeatable); by default only read-only tools are offered.",
+)
 @json_option
 @pass_app
 def submit(
@@ -43,6 +50,7 @@ def submit(
     max_tokens: int | None,
     profile: str,
     tenant: str,
+    allowed: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Submit a task with GOAL; prints its id. `agentd serve` runs it, or `agentd task run ID`."""
@@ -51,7 +59,8 @@ def submit(
     if profile not in known:
         raise InvalidCommand(f"no profile {profile!r}; loaded profiles: {', '.join(sorted(known))}")
     events = submit_task(
-        goal, settings.workspace, profile=profile, tenant=tenant, max_steps=max_steps, max_tokens=max_tokens
+        goal, settings.workspace, profile=profile, tenant=tenant, allowed_effects=("read", *allowed),
+        max_steps=max_steps, max_tokens=max_tokens,
     )
     task_id = new_task_id()
     records = app.store().append(task_id, events, expected_version=NO_STREAM, actor="cli")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import Field
 
@@ -27,6 +28,9 @@ class TaskSubmitted(Event):
     workspace: str
     tenant: str = "default"
     profile: str = "workspace"
+    # Tools with other effects than these are not offered to the task at all (seed 000: no capability
+    # with side effects by default). Approval still applies to the ones that are.
+    allowed_effects: tuple[Literal["read", "write", "external"], ...] = ("read",)
     max_steps: int = Field(40, ge=1)
     max_tokens: int = Field(200_000, ge=1)
 
