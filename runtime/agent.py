@@ -33,7 +33,7 @@ from runtime.profiles import Profile, prefix_blocks
 from runtime.tools import FACT_ARTIFACT_REFS, ToolContext, ToolRegistry, execute
 from runtime.tools.schema import inline_schema
 from store import EventStore
-from store.errors import AgentdError, ContextOverflow, InferenceError
+from store.errors import AgentdError, ConcurrencyConflict, ContextOverflow, InferenceError
 from store.events import (
     AnswerGiven,
     ApprovalDenied,
@@ -60,6 +60,7 @@ log = logs.get_logger("agentd.agent")
 EVIDENCE_BUDGET = 1200
 EVIDENCE_PER_DECISION = 3
 APPROVAL_TTL = timedelta(hours=24)
+MAX_CONFLICTS = 3
 
 
 @dataclass
@@ -102,12 +103,19 @@ class Stop(Exception):
 async def run_task(rt: Runtime, task_id: str, *, max_decisions: int | None = None) -> str:
     """Take decisions until the task finishes or waits for a person; return its phase then."""
     runner = _Runner(rt, task_id)
-    taken = 0
+    taken = conflicts = 0
     while max_decisions is None or taken < max_decisions:
         try:
             await runner.step()
         except Stop:
             break
+        except ConcurrencyConflict:
+            # Someone else recorded something for the task meanwhile (a cancel, a decision): the next
+            # step reads the log again and goes on from what is there now.
+            conflicts += 1
+            if conflicts > MAX_CONFLICTS:
+                raise
+            continue
         taken += 1
     return runner.phase()
 
@@ -128,10 +136,10 @@ class _Runner:
     def _version(self) -> int:
         return self.records[-1].stream_version
 
-    async def _append(self, *events, actor: str = "agentd") -> list[Recorded]:
+    async def _append(self, *events) -> list[Recorded]:
         """Append with the version we last saw: if anyone else moved the task, this fails, not them."""
         recorded = await self.rt.store.append_async(
-            self.task_id, list(events), expected_version=self._version(), actor=actor
+            self.task_id, list(events), expected_version=self._version(), actor="agentd"
         )
         self.records += recorded
         return recorded
@@ -149,7 +157,7 @@ class _Runner:
         phase = TaskPhase(summary.phase)
         if phase.finished:
             raise Stop
-        if await self._settle_tool_call(summary):
+        if await self._settle_tool_call():
             return
         if phase is TaskPhase.AWAITING_APPROVAL:
             raise Stop
@@ -315,7 +323,7 @@ class _Runner:
 
     # -- approvals -------------------------------------------------------------------------------
 
-    async def _settle_tool_call(self, summary) -> bool:
+    async def _settle_tool_call(self) -> bool:
         """If a proposed tool call waits on an approval that has been decided (or has expired), act on it."""
         pending = _open_call(self.records)
         if pending is None:

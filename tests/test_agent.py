@@ -347,3 +347,19 @@ def test_tools_with_side_effects_are_not_offered_unless_the_task_allows_them(sto
     prompt = rt.model.prompts[0]
     assert '"name":"read_file"' in prompt and '"name":"write_file"' not in prompt and '"name":"shell"' not in prompt
     assert not (workspace / "x.txt").exists()
+
+
+def test_a_task_cancelled_while_it_runs_stops_at_its_next_append(store, model, workspace, tmp_path) -> None:
+    class CancelsMidCall(ScriptedModel):
+        def complete(self, prompt, **kw):
+            # The operator cancels while the model is thinking; the runner's next append must lose.
+            summary = store.task("t-1").summary
+            from runtime.tasks import cancel_task
+
+            store.append("t-1", cancel_task(store.task("t-1")), expected_version=summary.version)
+            return super().complete(prompt, **kw)
+
+    rt = make_runtime(store, CancelsMidCall(model, [call("list_files", path=".")]), tmp_path)
+    task_id = submit(store, workspace)
+    assert run(rt, task_id) == "cancelled"
+    assert events(store, task_id, ModelCalled) == []
