@@ -119,6 +119,20 @@ def show(
         echo_json(state)
         return
     click.echo(render_state(state))
+    outcome = _outcome(store.read_stream(task_id, until=at_seq))
+    if outcome:
+        click.echo(f"\n{outcome}")
+
+
+def _outcome(records) -> str | None:
+    """How the task ended, or why it waits: the last answer, escalation, failure or approval request."""
+    for rec in reversed(records):
+        e = rec.event
+        if isinstance(e, (AnswerGiven, TaskEscalated)) or (isinstance(e, TaskPhaseChanged) and e.phase == TaskPhase.FAILED):
+            return _outcome_line(e)
+        if isinstance(e, TaskPhaseChanged) and e.phase == TaskPhase.AWAITING_APPROVAL:
+            return f"waiting: {e.reason} (agentd approvals list)"
+    return None
 
 
 def render_state(state: TaskState) -> str:
@@ -241,12 +255,9 @@ def run(app: App, task_id: str, max_decisions: int | None) -> None:
     runtime = open_runtime(app.settings(), store)
     phase = anyio.run(lambda: run_task(runtime, task_id, max_decisions=max_decisions))
     click.echo(f"{task_id} {phase}")
-    for rec in reversed(store.read_stream(task_id)):
-        if isinstance(rec.event, (AnswerGiven, TaskEscalated)) or (
-            isinstance(rec.event, TaskPhaseChanged) and rec.event.phase == TaskPhase.FAILED
-        ):
-            click.echo(_outcome_line(rec.event))
-            break
+    outcome = _outcome(store.read_stream(task_id))
+    if outcome:
+        click.echo(outcome)
 
 
 def _outcome_line(event) -> str:
