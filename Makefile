@@ -26,8 +26,10 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest
 
+# The store against its anchors (minutes), then the agent loop's prefix reuse (about 30 minutes).
 bench: $(VENV)/.installed-bench
 	$(BIN)/python bench/store_bench.py
+	$(BIN)/python bench/agent_bench.py
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev

@@ -36,7 +36,7 @@ class Settings(BaseModel):
     model_url: str | None = Field(None, description="OpenAI-compatible completions endpoint instead of the local model")
     n_ctx: int | None = Field(None, ge=256, description="context window; default: the model's trained length")
     threads: int | None = Field(None, ge=1, description="llama.cpp threads; default: one per CPU, at most 4")
-    kv_cache_mb: int = Field(512, ge=0, description="memory for other tasks' saved KV state (prefix reuse)")
+    kv_cache_mb: int = Field(768, ge=0, description="memory for other tasks' saved KV state (prefix reuse)")
     approval_ttl_s: int = Field(86_400, ge=1, description="an approval nobody decides within this is denied")
 
     @property

@@ -21,7 +21,7 @@ import numpy as np
 from runtime.kv_cache import KvStateCache, capture, restore, state_size
 from store.errors import AgentdError, ContextOverflow, InferenceError, ModelFileError
 
-DEFAULT_KV_CACHE_BYTES = 512 * 2**20
+DEFAULT_KV_CACHE_BYTES = 768 * 2**20
 # Decoding is greedy, so the seed only matters to samplers agentd does not use; fixed all the same, so that
 # a replay asks llama.cpp exactly what the original call asked.
 SEED = 20251
