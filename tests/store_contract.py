@@ -32,7 +32,7 @@ SHA_B = "b" * 64
 
 
 def submitted(goal: str = "fix the failing test") -> TaskSubmitted:
-    return TaskSubmitted(goal=goal, workspace="/work/space")
+    return TaskSubmitted(goal=goal, workspace="/srv/agent-workspace")
 
 
 class StoreContract:

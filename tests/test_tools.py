@@ -33,7 +33,7 @@ from runtime.tools import (
     builtin_registry,
     execute,
 )
-from store.errors import ModelFileError, ToolError
+from store.errors import ToolError
 from store.events import ArtifactRead, ArtifactWritten, ToolCallExecuted
 
 REPO = Path(__file__).resolve().parent.parent
@@ -404,10 +404,7 @@ def test_llama_cpp_itself_parses_the_proposal_grammar() -> None:
     import llama_cpp
     from llama_cpp import Llama, LlamaGrammar
 
-    try:
-        model_path = resolve_model(None)
-    except ModelFileError as e:
-        pytest.skip(str(e))
+    model_path = resolve_model(None)
     grammar = LlamaGrammar.from_json_schema(json.dumps(builtin_registry().proposal_schema()), verbose=False)
     model = Llama(model_path=str(model_path), vocab_only=True, verbose=False)
     vocab = llama_cpp.llama_model_get_vocab(model.model)
