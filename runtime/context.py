@@ -18,7 +18,6 @@ from runtime.blocks import Block
 from runtime.inference import Message
 from store.errors import ContextOverflow
 from store.events import (
-    AnswerGiven,
     ContextManifest,
     EvidenceRetrieved,
     LeftOut,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import click
 
-from runtime.cli._app import App, json_option, pass_app
-from runtime.output import echo_json, table
+from runtime.cli._app import App, pass_app
+from runtime.output import table
 from store import archive, log
 from store.log import RawEvent
 
