@@ -25,9 +25,9 @@ from typing import Any, Sequence
 
 import anyio
 
+from notifications import queue
 from runtime import context, knowledge, logs, proposal
 from runtime.artifacts import ArtifactStore, ref_for
-from runtime.blocks import Block
 from runtime.inference import Model
 from runtime.profiles import Profile, prefix_blocks
 from runtime.tools import FACT_ARTIFACT_REFS, ToolContext, ToolRegistry, execute
@@ -43,6 +43,7 @@ from store.events import (
     EvidenceRetrieved,
     LeftOut,
     ModelCalled,
+    NotificationsAdmitted,
     ProposalAccepted,
     ProposalRejected,
     Recorded,
@@ -174,9 +175,10 @@ class _Runner:
         trusted = self._trusted()
         call_index = transcript.calls + 1
         kind = _decision_kind(summary, call_index)
-        evidence = await self._retrieve(trusted, transcript, call_index)
+        await self._retrieve(trusted, transcript, call_index)
+        await self._admit_notifications(call_index)
         try:
-            action = await self._propose(trusted, call_index, kind, evidence)
+            action = await self._propose(trusted, call_index, kind)
         except ContextOverflow as e:
             await self._fail(str(e))
             raise Stop from None
@@ -193,21 +195,25 @@ class _Runner:
             raise AgentdError(f"task {self.task_id} uses profile {submitted.profile!r}, which is not loaded")
         return Trusted(self.task_id, first.actor, submitted.tenant, datetime.now(UTC), submitted, profile)
 
-    async def _retrieve(self, trusted: Trusted, transcript: context.Transcript, call_index: int) -> list[Block]:
+    async def _retrieve(self, trusted: Trusted, transcript: context.Transcript, call_index: int) -> None:
         """Steps 3 and 4, recorded with the evidence's text so the task's later requests repeat it."""
         items, left_out = retrieve_evidence(self.rt, trusted, transcript)
-        if not items:
-            return []
-        await self._append(EvidenceRetrieved(call_index=call_index, items=items, left_out=left_out))
-        return [context.evidence_block(i) for i in items]
+        if items:
+            await self._append(EvidenceRetrieved(call_index=call_index, items=items, left_out=left_out))
 
-    async def _propose(
-        self, trusted: Trusted, call_index: int, kind: str, evidence: list[Block]
-    ) -> proposal.Action | None:
+    async def _admit_notifications(self, call_index: int) -> None:
+        """Drain the queue into this request's tail. Recorded before the call: after a crash the step
+        is taken again and shows them from the log; the store refuses to admit them a second time."""
+        with self.rt.store.reading() as conn:
+            waiting = queue.pending(conn, self.task_id)
+        if waiting:
+            await self._append(NotificationsAdmitted(call_index=call_index, items=queue.drain(waiting)))
+
+    async def _propose(self, trusted: Trusted, call_index: int, kind: str) -> proposal.Action | None:
         """Steps 5 to 7 for one decision, with one bounded retry when the proposal is refused."""
         for attempt in (1, 2):
             request, schema, allowed = build_request(
-                self.rt, trusted, self.records, call_index, attempt, kind, evidence, store_prompt=True
+                self.rt, trusted, self.records, call_index, attempt, kind, store_prompt=True
             )
             try:
                 completion = await self.rt.model.acomplete(
@@ -414,14 +420,13 @@ def build_request(
     call_index: int,
     attempt: int,
     kind: str,
-    evidence: list[Block],
     *,
     store_prompt: bool,
 ) -> tuple[context.Request, dict, list[str]]:
     """Step 5: the request for one attempt of one decision, from the events before it.
 
-    A pure function of the log, the profile and the tools (given the evidence chosen for the step),
-    so replay builds exactly the request the runner built. `store_prompt` keeps the prompt text in
+    A pure function of the log, the profile and the tools (the step's evidence and notifications are
+    in the log already), so replay builds exactly the request the runner built. `store_prompt` keeps the prompt text in
     the artifact store; replay only needs its reference.
     """
     profile = trusted.profile
@@ -434,7 +439,7 @@ def build_request(
     prefix = prefix_blocks(profile, rt.tools.definitions(allowed))
     transcript, summary = context.rebuild(records)
     if attempt == 1:
-        tail = context.user_turn(summary, call_index, trusted.submitted.goal, evidence)
+        tail = context.user_turn(summary, call_index, trusted.submitted.goal, transcript.pending)
     else:
         # The retry is the refused reply plus why it was refused, appended: the prefix holds.
         tail = [context.rejection_block(_last_rejection(records))]

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from runtime.blocks import Block
+from runtime.blocks import Block, neutralize
 from runtime.inference import Message
 from store.errors import ContextOverflow
 from store.events import (
@@ -23,6 +23,7 @@ from store.events import (
     LeftOut,
     ManifestItem,
     ModelCalled,
+    NotificationsAdmitted,
     ProposalRejected,
     Recorded,
     TaskSubmitted,
@@ -55,6 +56,9 @@ class Transcript:
 
     turns: list[Turn] = field(default_factory=list)
     evidence_ids: list[str] = field(default_factory=list)
+    # Blocks recorded for the next request (its evidence, the notifications admitted into it) that no
+    # request has shown yet.
+    pending: list[Block] = field(default_factory=list)
     read_paths: list[str] = field(default_factory=list)
     calls: int = 0
     last_manifest: ContextManifest | None = None
@@ -65,21 +69,22 @@ def rebuild(records: Iterable[Recorded]) -> tuple[Transcript, TaskSummary | None
     t = Transcript()
     summary: TaskSummary | None = None
     goal: str | None = None
-    pending: list[Block] = []
     rejected: str | None = None
     for rec in records:
         e = rec.event
         if isinstance(e, TaskSubmitted):
             goal = e.goal
         elif isinstance(e, EvidenceRetrieved):
-            pending += [evidence_block(item) for item in e.items]
+            t.pending += [evidence_block(item) for item in e.items]
             t.evidence_ids += [item.cite for item in e.items]
+        elif isinstance(e, NotificationsAdmitted):
+            t.pending.append(notifications_block(e))
         elif isinstance(e, ProposalRejected):
             rejected = e.error
         elif isinstance(e, ModelCalled):
             if e.attempt == 1:
-                t.turns.append(Turn("user", tuple(user_turn(summary, e.call_index, goal, pending))))
-                pending = []
+                t.turns.append(Turn("user", tuple(user_turn(summary, e.call_index, goal, t.pending))))
+                t.pending = []
             else:
                 t.turns.append(Turn("user", (rejection_block(rejected or "rejected"),)))
             t.turns.append(Turn("assistant", text=e.output))
@@ -123,6 +128,13 @@ def decision_text(s: TaskSummary | None, call_index: int) -> str:
 
 def evidence_block(item) -> Block:
     return Block(f"evidence:{item.cite}", "evidence", item.source, "untrusted", item.text, item.version)
+
+
+def notifications_block(e: NotificationsAdmitted) -> Block:
+    """The drained notifications as one block at the tail: harness facts, in enqueue order."""
+    lines = [f"- [{i.source}/{i.kind}] {i.text}" for i in e.items]
+    ids = ",".join(i.notification_id for i in e.items)
+    return Block("notifications", "notification", f"queue:{ids}", "trusted", neutralize("\n".join(lines)))
 
 
 def observation_block(e: ToolCallExecuted) -> Block:

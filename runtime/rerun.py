@@ -19,6 +19,7 @@ from store.events import (
     ContextManifest,
     EvidenceRetrieved,
     ModelCalled,
+    NotificationsAdmitted,
     ProposalAccepted,
     ProposalRejected,
     Recorded,
@@ -67,7 +68,6 @@ def _check_call(rt: Runtime, trusted: Trusted, records: list[Recorded], i: int) 
     called: ModelCalled = records[i].event
     step, attempt = called.call_index, called.attempt
     before = _before_step(records, i) if attempt == 1 else records[:i]
-    evidence: list = []
     if attempt == 1:
         transcript, _ = context.rebuild(before)
         items, _ = agent.retrieve_evidence(rt, trusted, transcript)
@@ -79,11 +79,7 @@ def _check_call(rt: Runtime, trusted: Trusted, records: list[Recorded], i: int) 
                 step, attempt,
                 f"evidence differs: recorded {[x.cite for x in recorded]}, rebuilt {[x.cite for x in items]}",
             )
-        evidence = [context.evidence_block(x) for x in recorded]
-        before = records[:i]
-    request, _, allowed = agent.build_request(
-        rt, trusted, before, step, attempt, called.decision, evidence, store_prompt=False
-    )
+    request, _, allowed = agent.build_request(rt, trusted, records[:i], step, attempt, called.decision, store_prompt=False)
     if called.manifest is not None:
         diff = _manifest_difference(called.manifest, request.manifest)
         if diff:
@@ -96,10 +92,13 @@ def _check_call(rt: Runtime, trusted: Trusted, records: list[Recorded], i: int) 
 
 
 def _before_step(records: list[Recorded], i: int) -> list[Recorded]:
-    """The events before the step began (its evidence is retrieved again, so not counted as history)."""
+    """The events before the step began: its evidence is retrieved again to compare, and evidence and
+    notifications recorded for it are not yet history."""
     step = records[i].event.call_index
     j = i
-    while j > 0 and isinstance(records[j - 1].event, EvidenceRetrieved) and records[j - 1].event.call_index == step:
+    while j > 0 and isinstance(records[j - 1].event, (EvidenceRetrieved, NotificationsAdmitted)) and (
+        records[j - 1].event.call_index == step
+    ):
         j -= 1
     return records[:j]
 

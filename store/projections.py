@@ -7,6 +7,7 @@ from typing import Mapping, Sequence
 from sqlalchemy import Connection, bindparam, func, select
 
 from store.errors import StoreError
+from store.harness_projection import HARNESS_CHANGES, SYSTEM_EVENTS, HarnessStage
 from store.events import Recorded
 from store.sql import RowInsert, Statement
 from store.state import (
@@ -23,6 +24,9 @@ from store.state import (
     is_task_event,
 )
 from store.tables import ApprovalRow, ArtifactRow, TaskActionRow, TaskRow
+
+_SYSTEM_EVENTS = frozenset(SYSTEM_EVENTS)
+_HARNESS_CHANGES = frozenset(HARNESS_CHANGES)
 
 tasks = TaskRow.__table__
 task_actions = TaskActionRow.__table__
@@ -95,6 +99,7 @@ class Projector:
         self._actions: list[tuple] = []
         self._artifacts: list[tuple] = []
         self._in_order: list[tuple[Recorded, Change]] = []
+        self._harness = HarnessStage(conn, lambda task_id: self._summary(task_id) is not None)
 
     def _summary(self, task_id: str) -> TaskSummary | None:
         # One cached-statement query per task: cheaper than one IN query for the few tasks of a batch.
@@ -120,8 +125,11 @@ class Projector:
         actions: list[tuple] = []
         artifacts_: list[tuple] = []
         in_order: list[tuple[Recorded, Change]] = []
+        harness: list[tuple[Recorded, Change | None]] = []
         for rec in records:
             if not is_task_event(rec):
+                if type(rec.event) in _SYSTEM_EVENTS:
+                    harness.append((rec, None))
                 continue
             sid = rec.stream_id
             summaries[sid] = evolve(summaries[sid] if sid in summaries else self._summary(sid), rec)
@@ -129,7 +137,9 @@ class Projector:
             if change is None:
                 continue
             kind = type(change)
-            if kind is Action:
+            if kind in _HARNESS_CHANGES:
+                harness.append((rec, change))
+            elif kind is Action:
                 actions.append((change.seq, sid, *change[1:]))
             elif kind is Artifact:
                 artifacts_.append((change.seq, sid, *change[1:]))
@@ -147,6 +157,8 @@ class Projector:
                         )
                     approvals[change.approval_id] = (sid, change.status)
                 in_order.append((rec, change))
+        if harness:
+            self._harness.stage(harness)
         self._summaries.update(summaries)
         self._touched.update(dict.fromkeys(summaries))
         self._approvals.update(approvals)
@@ -175,6 +187,7 @@ class Projector:
         # Approvals and test results touch rows that may have been inserted just above: apply in log order.
         for rec, change in self._in_order:
             _apply_change(conn, rec, change)
+        self._harness.flush()
         self._existing.update(self._touched)
         self._touched.clear()
         self._actions, self._artifacts, self._in_order = [], [], []

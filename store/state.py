@@ -12,6 +12,9 @@ from typing import Iterable, NamedTuple, Union
 from store.errors import StoreError
 from store.events import (
     AnswerGiven,
+    JobFinished,
+    JobStarted,
+    NotificationsAdmitted,
     EvidenceRetrieved,
     ApprovalDenied,
     ApprovalGranted,
@@ -35,6 +38,9 @@ from store.events import (
 
 TASK_EVENTS = (
     AnswerGiven,
+    JobFinished,
+    JobStarted,
+    NotificationsAdmitted,
     EvidenceRetrieved,
     ProposalAccepted,
     ProposalRejected,
@@ -124,7 +130,29 @@ class TestsRecorded(NamedTuple):
     seq: int
 
 
-Change = Union[Action, Approval, ApprovalDecided, Artifact, TestsRecorded]
+class Admission(NamedTuple):
+    """Notifications taken into request `call_index`: (notification id, ids coalesced into it) pairs."""
+
+    call_index: int
+    seq: int
+    items: tuple[tuple[str, tuple[str, ...]], ...]
+
+
+class JobBegan(NamedTuple):
+    job_id: str
+    call_id: str
+    command: str
+    seq: int
+
+
+class JobEnded(NamedTuple):
+    job_id: str
+    seq: int
+    exit_code: int | None
+    output_ref: str | None
+
+
+Change = Union[Action, Approval, ApprovalDecided, Artifact, TestsRecorded, Admission, JobBegan, JobEnded]
 
 
 @dataclass(frozen=True)
@@ -213,6 +241,11 @@ _CHANGES = {
     ArtifactWritten: lambda r, e: Artifact(r.seq, e.path, "write", e.sha256, e.size),
     ArtifactDeleted: lambda r, e: Artifact(r.seq, e.path, "delete", None, None),
     TestsRan: lambda r, e: TestsRecorded(e.paths, e.status, r.seq) if e.paths else None,
+    NotificationsAdmitted: lambda r, e: Admission(
+        e.call_index, r.seq, tuple((i.notification_id, i.coalesced) for i in e.items)
+    ),
+    JobStarted: lambda r, e: JobBegan(e.job_id, e.call_id, e.command, r.seq),
+    JobFinished: lambda r, e: JobEnded(e.job_id, r.seq, e.exit_code, e.output_ref),
 }
 
 

@@ -110,4 +110,79 @@ class ArtifactRow(SQLModel, table=True):
     test_seq: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
 
 
-PROJECTION_TABLES = (TaskRow.__table__, TaskActionRow.__table__, ApprovalRow.__table__, ArtifactRow.__table__)
+
+
+class NotificationRow(SQLModel, table=True):
+    """The notification queue: every harness event worth telling a task, in enqueue order."""
+
+    __tablename__ = "notifications"
+
+    notification_id: str = Field(primary_key=True, max_length=64)
+    seq: int = Field(sa_column=Column(BigInteger, nullable=False, index=True))
+    source: str = Field(max_length=32)
+    kind: str = Field(max_length=64)
+    text: str = Field(sa_column=Column(Text, nullable=False))
+    payload: str = Field(sa_column=Column(Text, nullable=False))
+    dedupe_key: str | None = Field(default=None, max_length=400)
+    enqueued_at: str = Field(max_length=32)
+
+
+class NotificationTargetRow(SQLModel, table=True):
+    """One notification for one task, and the request it was admitted into (or coalesced into)."""
+
+    __tablename__ = "notification_targets"
+    __table_args__ = (PrimaryKeyConstraint("task_id", "notification_id"), CLUSTERED)
+
+    task_id: str = Field(foreign_key="tasks.task_id", max_length=200)
+    notification_id: str = Field(foreign_key="notifications.notification_id", max_length=64)
+    enqueued_seq: int = Field(sa_column=Column(BigInteger, nullable=False))
+    admitted_call: int | None = None
+    admitted_seq: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    coalesced_into: str | None = Field(default=None, max_length=64)
+
+
+class ScheduleRow(SQLModel, table=True):
+    """A cron schedule that submits tasks; its firings are events, so a restart neither loses nor repeats one."""
+
+    __tablename__ = "schedules"
+
+    schedule_id: str = Field(primary_key=True, max_length=64)
+    cron: str = Field(max_length=200)
+    timezone: str = Field(max_length=64)
+    goal: str = Field(sa_column=Column(Text, nullable=False))
+    workspace: str = Field(sa_column=Column(Text, nullable=False))
+    profile: str = Field(max_length=64)
+    tenant: str = Field(max_length=200)
+    allowed_effects: str = Field(max_length=64)
+    added_seq: int = Field(sa_column=Column(BigInteger, nullable=False))
+    removed_seq: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    fired: int = 0
+    last_fire_time: str | None = Field(default=None, max_length=40)
+    last_task_id: str | None = Field(default=None, max_length=200)
+
+
+class JobRow(SQLModel, table=True):
+    """A background job a task started, and how it ended."""
+
+    __tablename__ = "jobs"
+
+    job_id: str = Field(primary_key=True, max_length=64)
+    task_id: str = Field(foreign_key="tasks.task_id", max_length=200, index=True)
+    call_id: str = Field(max_length=64)
+    command: str = Field(sa_column=Column(Text, nullable=False))
+    started_seq: int = Field(sa_column=Column(BigInteger, nullable=False))
+    finished_seq: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    exit_code: int | None = None
+    output_ref: str | None = Field(default=None, max_length=100)
+
+
+PROJECTION_TABLES = (
+    TaskRow.__table__,
+    TaskActionRow.__table__,
+    ApprovalRow.__table__,
+    ArtifactRow.__table__,
+    NotificationRow.__table__,
+    NotificationTargetRow.__table__,
+    ScheduleRow.__table__,
+    JobRow.__table__,
+)

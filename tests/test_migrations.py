@@ -29,7 +29,7 @@ def test_migrations_from_a_blank_database_produce_exactly_the_models_schema(db_u
         }
     # compare_metadata does not look at table options; the clustered lists must be created as such.
     assert clustered == {t.name for t in SQLModel.metadata.sorted_tables if t.dialect_options["sqlite"]["with_rowid"] is False}
-    assert clustered == {"task_actions", "artifacts"}
+    assert clustered == {"task_actions", "artifacts", "notification_targets"}
     assert triggers == {"events_no_update", "events_no_delete"}
     assert set(inspect(engine).get_table_names()) == {*SQLModel.metadata.tables, "alembic_version"}
 

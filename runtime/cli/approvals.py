@@ -11,7 +11,8 @@ from runtime import approvals as deciding
 from runtime.cli._app import App, json_option, pass_app
 from runtime.output import echo_json, table
 from store.errors import NotFound, StoreError
-from store.events import ToolCallProposed
+from notifications import queue
+from store.events import ApprovalGranted, ToolCallProposed
 
 
 @click.group()
@@ -79,6 +80,12 @@ def _decide(app: App, approval_id: str, decide, by: str | None) -> None:
     events = decide(approval, datetime.now(UTC), who)
     try:
         store.append(task_id, events, actor=who)
+        decided = "granted" if isinstance(events[0], ApprovalGranted) else "denied"
+        queue.enqueue(store, queue.new_notification(
+            source="approval", kind=f"approval_{decided}", tasks=[task_id],
+            text=f"approval {approval_id} for {approval.tool} was {decided} by {who}",
+            payload={"approval_id": approval_id, "decision": decided},
+        ), actor=who)
     except StoreError:
         # Someone decided between our read and our append; the projection refused the second decision.
         _, now_decided = store.approval(approval_id)

@@ -19,9 +19,26 @@ from store.events.call import (
     ToolCallProposed,
     ToolCallStarted,
 )
+from store.events.notification import (
+    NOTIFICATIONS_STREAM,
+    AdmittedNotification,
+    NotificationEnqueued,
+    NotificationsAdmitted,
+)
+from store.events.schedule import (
+    SCHEDULES_STREAM,
+    JobFinished,
+    JobStarted,
+    ScheduleAdded,
+    ScheduleFired,
+    ScheduleRemoved,
+)
 from store.events.task import TaskPhase, TaskPhaseChanged, TaskSubmitted
 
 __all__ = [
+    "NOTIFICATIONS_STREAM",
+    "SCHEDULES_STREAM",
+    "AdmittedNotification",
     "AnswerGiven",
     "ApprovalDenied",
     "ApprovalGranted",
@@ -35,10 +52,17 @@ __all__ = [
     "EvidenceRetrieved",
     "LeftOut",
     "ManifestItem",
+    "JobFinished",
+    "JobStarted",
     "ModelCalled",
+    "NotificationEnqueued",
+    "NotificationsAdmitted",
     "ProposalAccepted",
     "ProposalRejected",
     "Recorded",
+    "ScheduleAdded",
+    "ScheduleFired",
+    "ScheduleRemoved",
     "TaskEscalated",
     "TaskPhase",
     "TaskPhaseChanged",

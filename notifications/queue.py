@@ -1,0 +1,131 @@
+"""The one notification queue: producers enqueue, a task's next request drains, the log keeps both.
+
+Producers (the file watcher, jobs, approvals, the skill catalogue, an operator) never write into a
+request; they enqueue. Immediately before a task's model call the runtime drains what is pending for
+that task, in enqueue order, coalescing notifications that share a dedupe key into the latest, and
+records the admission on the task's stream; the store refuses a second admission of the same
+notification, so each is admitted exactly once into a request of each task it concerns.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from sqlalchemy import Connection, func, select
+
+from store import EventStore
+from store.events import NOTIFICATIONS_STREAM, AdmittedNotification, NotificationEnqueued
+from store.tables import NotificationRow, NotificationTargetRow
+
+notifications = NotificationRow.__table__
+targets = NotificationTargetRow.__table__
+
+
+@dataclass(frozen=True)
+class Pending:
+    notification_id: str
+    seq: int
+    source: str
+    kind: str
+    text: str
+    dedupe_key: str | None
+
+
+@dataclass(frozen=True)
+class Listed:
+    notification_id: str
+    seq: int
+    enqueued_at: str
+    source: str
+    kind: str
+    text: str
+    task_id: str
+    admitted_call: int | None
+    coalesced_into: str | None
+
+
+def new_notification(
+    *, source: str, kind: str, tasks: Sequence[str], text: str, payload: dict[str, Any] | None = None,
+    dedupe_key: str | None = None,
+) -> NotificationEnqueued:
+    return NotificationEnqueued(
+        notification_id=f"n-{secrets.token_hex(6)}",
+        source=source,
+        kind=kind,
+        tasks=tuple(tasks),
+        payload=payload or {},
+        dedupe_key=dedupe_key,
+        text=text,
+    )
+
+
+def enqueue(store: EventStore, notification: NotificationEnqueued, *, actor: str = "agentd") -> int:
+    """Put one notification on the queue; returns its seq."""
+    [rec] = store.append(NOTIFICATIONS_STREAM, [notification], actor=actor)
+    return rec.seq
+
+
+async def enqueue_async(store: EventStore, notifications_: Sequence[NotificationEnqueued]) -> None:
+    if notifications_:
+        await store.append_async(NOTIFICATIONS_STREAM, list(notifications_), actor="agentd")
+
+
+def pending(conn: Connection, task_id: str) -> list[Pending]:
+    """What waits for `task_id`, oldest first."""
+    rows = conn.execute(
+        select(
+            notifications.c.notification_id, notifications.c.seq, notifications.c.source, notifications.c.kind,
+            notifications.c.text, notifications.c.dedupe_key,
+        )
+        .join(targets, targets.c.notification_id == notifications.c.notification_id)
+        .where(targets.c.task_id == task_id, targets.c.admitted_call.is_(None))
+        .order_by(notifications.c.seq)
+    )
+    return [Pending(*row) for row in rows]
+
+
+def drain(waiting: Sequence[Pending]) -> tuple[AdmittedNotification, ...]:
+    """Pending notifications as admitted into one request: in seq order, each dedupe key once.
+
+    Ten saves of one file before the next call are one notification: the latest, which describes the
+    final state; the earlier nine are recorded as coalesced into it.
+    """
+    latest: dict[str, Pending] = {}
+    for p in waiting:
+        if p.dedupe_key is not None:
+            latest[p.dedupe_key] = p
+    admitted: list[AdmittedNotification] = []
+    for p in waiting:
+        if p.dedupe_key is not None and latest[p.dedupe_key] is not p:
+            continue
+        coalesced = tuple(
+            q.notification_id for q in waiting if q.dedupe_key is not None and q.dedupe_key == p.dedupe_key and q is not p
+        )
+        admitted.append(AdmittedNotification(
+            notification_id=p.notification_id, source=p.source, kind=p.kind, text=p.text, coalesced=coalesced,
+        ))
+    return tuple(admitted)
+
+
+def listing(conn: Connection, task_id: str | None = None, limit: int | None = None) -> list[Listed]:
+    q = (
+        select(
+            notifications.c.notification_id, notifications.c.seq, notifications.c.enqueued_at, notifications.c.source,
+            notifications.c.kind, notifications.c.text, targets.c.task_id, targets.c.admitted_call,
+            targets.c.coalesced_into,
+        )
+        .join(targets, targets.c.notification_id == notifications.c.notification_id)
+        .order_by(notifications.c.seq.desc(), targets.c.task_id)
+    )
+    if task_id is not None:
+        q = q.where(targets.c.task_id == task_id)
+    if limit is not None:
+        q = q.limit(limit)
+    return [Listed(*row) for row in conn.execute(q)][::-1]
+
+
+def depth(conn: Connection) -> int:
+    """Notifications waiting for some task's next request."""
+    return conn.execute(select(func.count()).select_from(targets).where(targets.c.admitted_call.is_(None))).scalar_one()
