@@ -158,6 +158,8 @@ class _Runner:
         phase = TaskPhase(summary.phase)
         if phase.finished:
             raise Stop
+        if await self._recover_unknown_outcome():
+            return
         if await self._settle_tool_call():
             return
         if phase is TaskPhase.AWAITING_APPROVAL:
@@ -327,6 +329,59 @@ class _Runner:
         refs = [r.event.artifact_ref for r in self.records if isinstance(r.event, ToolCallExecuted) and r.event.artifact_ref]
         return {FACT_ARTIFACT_REFS: tuple(refs)}
 
+    # -- crash recovery --------------------------------------------------------------------------
+
+    async def _recover_unknown_outcome(self) -> bool:
+        """A tool call that started and has no result: agentd stopped while it ran, so nobody knows
+        whether it took effect. An idempotent tool simply runs again; any other waits for a person,
+        who approves running it again or denies it, and is never repeated silently."""
+        found = _started_without_result(self.records)
+        if found is None:
+            return False
+        proposed, started, after = found
+        trusted = self._trusted()
+        if started.idempotent:
+            log.info("rerunning a tool call whose outcome is unknown", task_id=self.task_id, call_id=proposed.call_id)
+            await self._execute(trusted, proposed, approved=True)
+            return True
+        request = next((e for e in after if isinstance(e, ApprovalRequested)), None)
+        if request is None:
+            await self._append(
+                ApprovalRequested(
+                    approval_id=f"ap-{secrets.token_hex(4)}",
+                    call_id=proposed.call_id,
+                    tool=proposed.tool,
+                    arguments_hash=arguments_hash(proposed.arguments),
+                    reason=f"outcome unknown: agentd stopped while {proposed.tool} ran; run it again?",
+                    expires_at=(trusted.now + self.rt.approval_ttl).isoformat(),
+                ),
+                TaskPhaseChanged(
+                    phase=TaskPhase.AWAITING_APPROVAL, reason=f"outcome of {proposed.tool} unknown after a stop"
+                ),
+            )
+            raise Stop
+        decision = _decision_for(self.records, request.approval_id)
+        if decision is None:
+            raise Stop
+        if isinstance(decision, ApprovalGranted):
+            await self._append(TaskPhaseChanged(phase=TaskPhase.RUNNING, reason=f"rerun approved by {decision.by}"))
+            await self._execute(trusted, proposed, approved=True)
+        else:
+            await self._append(
+                TaskPhaseChanged(phase=TaskPhase.RUNNING, reason=f"rerun of {proposed.tool} denied"),
+                ToolCallExecuted(
+                    call_id=proposed.call_id,
+                    tool=proposed.tool,
+                    status="outcome_unknown",
+                    observation={
+                        "error": "outcome_unknown",
+                        "message": f"{proposed.tool} may or may not have taken effect before agentd stopped; "
+                        "a person chose not to run it again",
+                    },
+                ),
+            )
+        return True
+
     # -- approvals -------------------------------------------------------------------------------
 
     async def _settle_tool_call(self) -> bool:
@@ -494,21 +549,41 @@ def _done_calls(records: Sequence[Recorded]) -> dict[str, str]:
 
 
 def _open_call(records: Sequence[Recorded]) -> tuple[ToolCallProposed, ApprovalRequested] | None:
-    """The tool call proposed last, if it waits on an approval and has no result yet."""
+    """The tool call that waits on its first approval: proposed, not started, no result yet."""
     proposed: dict[str, ToolCallProposed] = {}
     requests: dict[str, ApprovalRequested] = {}
-    done: set[str] = set()
+    settled: set[str] = set()
     for rec in records:
         e = rec.event
         if isinstance(e, ToolCallProposed):
             proposed[e.call_id] = e
         elif isinstance(e, ApprovalRequested):
-            requests[e.call_id] = e
+            requests.setdefault(e.call_id, e)
+        elif isinstance(e, (ToolCallStarted, ToolCallExecuted)):
+            # A call that started is past its approval: if it has no result, recovery handles it.
+            settled.add(e.call_id)
+    for call_id, request in requests.items():
+        if call_id not in settled:
+            return proposed[call_id], request
+    return None
+
+
+def _started_without_result(records: Sequence[Recorded]):
+    """(proposal, its last start, the events after that start) for a call that started and never ended."""
+    proposed: dict[str, ToolCallProposed] = {}
+    last_start: dict[str, int] = {}
+    done: set[str] = set()
+    for i, rec in enumerate(records):
+        e = rec.event
+        if isinstance(e, ToolCallProposed):
+            proposed[e.call_id] = e
+        elif isinstance(e, ToolCallStarted):
+            last_start[e.call_id] = i
         elif isinstance(e, ToolCallExecuted):
             done.add(e.call_id)
-    for call_id, request in requests.items():
-        if call_id not in done:
-            return proposed[call_id], request
+    for call_id, i in last_start.items():
+        if call_id not in done and call_id in proposed:
+            return proposed[call_id], records[i].event, [r.event for r in records[i + 1:]]
     return None
 
 
