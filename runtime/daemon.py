@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from typing import Iterator
@@ -27,8 +28,13 @@ def page_address(settings: Settings) -> str:
 async def run(settings: Settings, rt: Runtime) -> None:
     """Run tasks and serve the page until SIGINT or SIGTERM; uvicorn turns either into a shutdown."""
     store = rt.store
+    scheduler = Scheduler(rt)
+
+    def status() -> dict:
+        return {"running_tasks": sorted(scheduler.running), "model_state": rt.model.stats(), "pid": os.getpid()}
+
     config = uvicorn.Config(
-        create_app(store, rt.model.name),
+        create_app(store, rt.model.name, status),
         host=settings.host,
         port=settings.port,
         # Our own logging already routes uvicorn's loggers; its default config would bypass redaction.
@@ -39,7 +45,7 @@ async def run(settings: Settings, rt: Runtime) -> None:
     server = _Server(config)
     log.info("serving", page=page_address(settings), last_seq=store.last_seq())
     async with anyio.create_task_group() as tg:
-        tg.start_soon(Scheduler(rt).run)
+        tg.start_soon(scheduler.run)
         await server.serve()
         # The page has stopped; decisions in flight are abandoned at their next await and taken
         # again from the log at the next start.

@@ -22,7 +22,7 @@ class InstanceLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            holder = os.pread(fd, 32, 0).decode(errors="replace").split("\n")[0].strip() or "unknown"
             os.close(fd)
             raise InstanceLocked(
                 f"another agentd (pid {holder}) is already serving {self.path.parent}; stop it first"
@@ -30,6 +30,12 @@ class InstanceLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
+
+    def announce(self, address: str) -> None:
+        """Say where this agentd's page is, next to its pid, for `agentd status` and `agentd stop`."""
+        assert self._fd is not None
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, f"{os.getpid()}\n{address}\n".encode(), 0)
 
     def release(self) -> None:
         if self._fd is not None:
@@ -47,6 +53,12 @@ class InstanceLock:
 
 def holder_pid(data_dir: Path) -> int | None:
     """The pid of the agentd serving `data_dir`, or None when nobody holds the lock."""
+    found = holder(data_dir)
+    return None if found is None else found[0]
+
+
+def holder(data_dir: Path) -> tuple[int, str | None] | None:
+    """(pid, page address) of the agentd serving `data_dir`, or None when nobody holds the lock."""
     path = data_dir / "agentd.pid"
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -56,8 +68,10 @@ def holder_pid(data_dir: Path) -> int | None:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            text = os.pread(fd, 32, 0).decode(errors="replace").strip()
-            return int(text) if text.isdigit() else None
+            lines = os.pread(fd, 512, 0).decode(errors="replace").split()
+            if not lines or not lines[0].isdigit():
+                return None
+            return int(lines[0]), (lines[1] if len(lines) > 1 else None)
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
     finally:

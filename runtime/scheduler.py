@@ -13,7 +13,7 @@ from anyio import to_thread
 from runtime import logs
 from runtime.agent import Runtime, run_task
 from store.errors import AgentdError
-from store.events import TaskPhase
+from store.events import RunInterrupted, TaskPhase
 
 log = logs.get_logger("agentd.scheduler")
 
@@ -36,6 +36,12 @@ class Scheduler:
                     tg.start_soon(self._drive, task_id)
                 await anyio.sleep(self.poll_seconds)
 
+    def _record_interruption(self, task_id: str) -> None:
+        summary = self.rt.store.task(task_id)
+        if summary is not None and not TaskPhase(summary.summary.phase).finished:
+            self.rt.store.append(task_id, [RunInterrupted(reason="agentd stopped")])
+            log.info("task interrupted", task_id=task_id, version=summary.summary.version)
+
     def _runnable(self) -> list[str]:
         ready = []
         for s in self.rt.store.tasks():
@@ -51,6 +57,12 @@ class Scheduler:
             with logs.bound(task_id=task_id):
                 phase = await run_task(self.rt, task_id)
                 log.info("task stopped", phase=phase)
+        except anyio.get_cancelled_exc_class():
+            # agentd is stopping: say so in the task's log, then let the cancellation go on. The
+            # decision in flight is taken again from the log at the next start.
+            with anyio.CancelScope(shield=True):
+                await to_thread.run_sync(self._record_interruption, task_id)
+            raise
         except AgentdError as e:
             # A conflict means someone else moved the task (a cancel, another worker): look again later.
             log.warning("task runner stopped", error=str(e))

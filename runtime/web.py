@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from anyio import to_thread
@@ -18,7 +19,7 @@ TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 CSP = "default-src 'none'; style-src 'self' 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
 
 
-def create_app(store: EventStore, model_name: str) -> Starlette:
+def create_app(store: EventStore, model_name: str, status: Callable[[], dict] | None = None) -> Starlette:
     async def index(request: Request):
         # Store reads are blocking SQL; keep them off the event loop that serves everyone else.
         tasks = await to_thread.run_sync(store.tasks)
@@ -30,6 +31,9 @@ def create_app(store: EventStore, model_name: str) -> Starlette:
         return response
 
     async def healthz(request: Request):
-        return JSONResponse({"status": "ok", "last_seq": await to_thread.run_sync(store.last_seq), "model": model_name})
+        body = {"status": "ok", "last_seq": await to_thread.run_sync(store.last_seq), "model": model_name}
+        if status is not None:
+            body.update(status())
+        return JSONResponse(body)
 
     return Starlette(routes=[Route("/", index), Route("/healthz", healthz)])

@@ -12,6 +12,7 @@ from typing import Iterable, NamedTuple, Union
 from store.errors import StoreError
 from store.events import (
     AnswerGiven,
+    RunInterrupted,
     JobFinished,
     JobStarted,
     NotificationsAdmitted,
@@ -38,6 +39,7 @@ from store.events import (
 
 TASK_EVENTS = (
     AnswerGiven,
+    RunInterrupted,
     JobFinished,
     JobStarted,
     NotificationsAdmitted,

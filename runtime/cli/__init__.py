@@ -12,6 +12,7 @@ from runtime.cli._app import App
 from runtime.cli.approvals import approvals
 from runtime.cli.db import db
 from runtime.cli.events import events
+from runtime.cli.lifecycle import start, status, stop
 from runtime.cli.model import model
 from runtime.cli.notifications import notifications
 from runtime.cli.replay import replay
@@ -42,7 +43,7 @@ def cli(ctx: click.Context, config_file: Path | None, data_dir: Path | None) -> 
     ctx.call_on_close(app.close)
 
 
-for command in (serve, task, approvals, notifications, events, replay, db, model):
+for command in (serve, start, stop, status, task, approvals, notifications, events, replay, db, model):
     cli.add_command(command)
 
 

@@ -19,6 +19,15 @@ class App:
         self._settings: Settings | None = None
         self._store: EventStore | None = None
 
+    def root_options(self) -> list[str]:
+        """The root options this command was given, for a child agentd to be given them too."""
+        options: list[str] = []
+        if self._config_file is not None:
+            options += ["--config", str(Path(self._config_file).resolve())]
+        if self._flags["data_dir"] is not None:
+            options += ["--data-dir", str(Path(self._flags["data_dir"]).resolve())]
+        return options
+
     def settings(self, **flags: Any) -> Settings:
         """Load the settings once; the command's own flags join the root's at the top of the precedence."""
         if self._settings is None:

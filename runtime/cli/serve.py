@@ -22,7 +22,8 @@ from runtime.instance import InstanceLock
 def serve(app: App, model: Path | None, workspace: Path | None, host: str | None, port: int | None) -> None:
     """Run agentd in the foreground until Ctrl-C or SIGTERM."""
     settings = app.settings(model=model, workspace=workspace, host=host, port=port)
-    with InstanceLock(settings.data_dir):
+    with InstanceLock(settings.data_dir) as lock:
+        lock.announce(daemon.page_address(settings))
         store = app.store()
         rt = open_runtime(settings, store)
         # From here on the daemon narrates on stderr too; before, a failure is one line from main().
@@ -36,4 +37,10 @@ def serve(app: App, model: Path | None, workspace: Path | None, host: str | None
             f"  web page:  {daemon.page_address(settings)}\n"
             "Press Ctrl-C to stop."
         )
-        anyio.run(daemon.run, settings, rt)
+        try:
+            anyio.run(daemon.run, settings, rt)
+        finally:
+            # Release the model (and its KV states) before the instance lock goes.
+            close = getattr(rt.model, "close", None)
+            if close is not None:
+                close()

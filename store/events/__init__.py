@@ -33,7 +33,7 @@ from store.events.schedule import (
     ScheduleFired,
     ScheduleRemoved,
 )
-from store.events.task import TaskPhase, TaskPhaseChanged, TaskSubmitted
+from store.events.task import RunInterrupted, TaskPhase, TaskPhaseChanged, TaskSubmitted
 
 __all__ = [
     "NOTIFICATIONS_STREAM",
@@ -60,6 +60,7 @@ __all__ = [
     "ProposalAccepted",
     "ProposalRejected",
     "Recorded",
+    "RunInterrupted",
     "ScheduleAdded",
     "ScheduleFired",
     "ScheduleRemoved",

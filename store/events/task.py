@@ -38,3 +38,9 @@ class TaskSubmitted(Event):
 class TaskPhaseChanged(Event):
     phase: TaskPhase
     reason: str = ""
+
+
+class RunInterrupted(Event):
+    """agentd stopped while the task was in the middle of a decision; the next start takes it again."""
+
+    reason: str

@@ -1,0 +1,139 @@
+"""`agentd start | stop | status`: the daemon in the background, its stop, and what it is doing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import click
+
+from notifications import queue
+from runtime import daemon
+from runtime.cli._app import App, json_option, pass_app
+from runtime.instance import holder, holder_pid
+from runtime.output import echo_json, fields_table
+from store.errors import AgentdError, InstanceLocked, NotFound
+
+START_TIMEOUT_S = 90
+
+
+@click.command()
+@click.option("--model", type=click.Path(path_type=Path), help="GGUF model file (default: the bundled SmolLM2-135M).")
+@click.option("--workspace", type=click.Path(path_type=Path, file_okay=False), help="Default folder for tasks.")
+@click.option("--host", help="Address of the web page (default 127.0.0.1).")
+@click.option("--port", type=int, help="Port of the web page (default 8765).")
+@pass_app
+def start(app: App, model: Path | None, workspace: Path | None, host: str | None, port: int | None) -> None:
+    """Start agentd in the background (a detached `agentd serve`) and wait until it answers."""
+    settings = app.settings(model=model, workspace=workspace, host=host, port=port)
+    running = holder_pid(settings.data_dir)
+    if running is not None:
+        raise InstanceLocked(f"agentd (pid {running}) is already serving {settings.data_dir}")
+    out = settings.data_dir / "logs" / "daemon.out"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    serve = ["serve"]
+    for name, value in (("--model", model), ("--workspace", workspace), ("--host", host), ("--port", port)):
+        if value is not None:
+            serve += [name, str(Path(value).resolve()) if isinstance(value, Path) else str(value)]
+    with out.open("ab") as log:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "runtime.cli", *app.root_options(), *serve],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            # Its own session: closing this terminal, or Ctrl-C in it, does not reach the daemon.
+            start_new_session=True,
+        )
+    page = daemon.page_address(settings)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if child.poll() is not None:
+            raise AgentdError(f"agentd exited while starting (code {child.returncode}): {_last_line(out)}")
+        if holder_pid(settings.data_dir) == child.pid and _health(page) is not None:
+            click.echo(f"agentd started (pid {child.pid}), serving {settings.data_dir.resolve()}\n"
+                       f"  web page: {page}\n  output:   {out}")
+            return
+        time.sleep(0.2)
+    raise AgentdError(f"agentd (pid {child.pid}) did not answer at {page} within {START_TIMEOUT_S} s; see {out}")
+
+
+@click.command()
+@click.option("--timeout", "timeout_s", type=click.IntRange(min=1), default=120, show_default=True,
+              help="Seconds to wait for a decision in flight to finish.")
+@pass_app
+def stop(app: App, timeout_s: int) -> None:
+    """Stop the daemon gracefully: no new decisions, the current append finishes, the model is released."""
+    settings = app.settings()
+    pid = holder_pid(settings.data_dir)
+    if pid is None:
+        raise NotFound(f"no agentd is serving {settings.data_dir}")
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if holder_pid(settings.data_dir) is None:
+            click.echo(f"agentd (pid {pid}) stopped")
+            return
+        time.sleep(0.2)
+    raise AgentdError(f"agentd (pid {pid}) did not stop within {timeout_s} s; it may be finishing a model call")
+
+
+@click.command()
+@json_option
+@pass_app
+def status(app: App, as_json: bool) -> None:
+    """Whether agentd runs, its tasks by phase, the notification queue's depth, and the model's state."""
+    settings = app.settings()
+    store = app.store()
+    phases: dict[str, int] = {}
+    for summary in store.tasks():
+        phases[summary.phase] = phases.get(summary.phase, 0) + 1
+    with store.reading() as conn:
+        depth = queue.depth(conn)
+    found = holder(settings.data_dir)
+    pid, page = found if found is not None else (None, None)
+    health = _health(page) if page else None
+    report = {
+        "running": pid is not None,
+        "pid": pid,
+        "data_dir": str(settings.data_dir.resolve()),
+        "tasks": phases,
+        "queue_depth": depth,
+        "pending_approvals": len(store.approvals("pending")),
+        "last_seq": store.last_seq(),
+        "running_tasks": (health or {}).get("running_tasks", []),
+        "model": (health or {}).get("model_state"),
+    }
+    if as_json:
+        echo_json(report)
+        return
+    model = report["model"] or {}
+    click.echo(fields_table([
+        ("agentd", f"running (pid {pid})" if pid else "not running"),
+        ("data dir", report["data_dir"]),
+        ("tasks", ", ".join(f"{n} {p}" for p, n in sorted(phases.items())) or "none"),
+        ("running now", ", ".join(report["running_tasks"]) or "-"),
+        ("queue depth", depth),
+        ("approvals", f"{report['pending_approvals']} pending"),
+        ("events", report["last_seq"]),
+        ("model", ", ".join(f"{k} {v}" for k, v in model.items() if not isinstance(v, dict)) or "-"),
+        *((f"model {k}", json.dumps(v)) for k, v in model.items() if isinstance(v, dict)),
+    ]))
+
+
+def _health(page: str) -> dict | None:
+    try:
+        with urllib.request.urlopen(page + "healthz", timeout=2) as response:
+            return json.loads(response.read())
+    except (OSError, ValueError):
+        return None
+
+
+def _last_line(path: Path) -> str:
+    lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    return lines[-1] if lines else "(no output)"
