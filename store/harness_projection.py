@@ -80,7 +80,6 @@ class HarnessStage:
     """What the harness events of a batch will write, and the states they were checked against."""
 
     conn: Connection
-    task_exists: Callable[[str], bool]
     notification_ids: dict[str, bool] = field(default_factory=dict)
     target_states: dict[tuple[str, str], tuple] = field(default_factory=dict)
     schedule_states: dict[str, tuple] = field(default_factory=dict)
@@ -116,8 +115,12 @@ class HarnessStage:
 
     # -- staging ---------------------------------------------------------------------------------
 
-    def stage(self, records: list[tuple[Recorded, object]]) -> None:
-        """Check one request's harness events and their task-side changes; stage all or raise."""
+    def stage(self, records: list[tuple[Recorded, object]], task_exists: Callable[[str], bool]) -> None:
+        """Check one request's harness events and their task-side changes; stage all or raise.
+
+        `task_exists` must see tasks submitted earlier in the same request or batch, not only the table.
+        """
+        self.task_exists = task_exists
         saved = (
             dict(self.notification_ids), dict(self.target_states), dict(self.schedule_states),
             dict(self.job_states), len(self.writes),

@@ -99,7 +99,7 @@ class Projector:
         self._actions: list[tuple] = []
         self._artifacts: list[tuple] = []
         self._in_order: list[tuple[Recorded, Change]] = []
-        self._harness = HarnessStage(conn, lambda task_id: self._summary(task_id) is not None)
+        self._harness = HarnessStage(conn)
 
     def _summary(self, task_id: str) -> TaskSummary | None:
         # One cached-statement query per task: cheaper than one IN query for the few tasks of a batch.
@@ -158,7 +158,7 @@ class Projector:
                     approvals[change.approval_id] = (sid, change.status)
                 in_order.append((rec, change))
         if harness:
-            self._harness.stage(harness)
+            self._harness.stage(harness, lambda t: t in summaries or self._summary(t) is not None)
         self._summaries.update(summaries)
         self._touched.update(dict.fromkeys(summaries))
         self._approvals.update(approvals)

@@ -144,3 +144,13 @@ def test_the_cli_lists_enqueued_and_admitted_and_sends_from_the_operator(agentd,
     assert "operator/mode_switched" in listed.stdout and "pending" in listed.stdout
     missing = agentd("notifications", "send", "t-nope", "hello")
     assert missing.returncode == 1 and "no task 't-nope'" in missing.stderr
+
+
+def test_a_log_whose_notification_follows_its_task_in_one_batch_replays(store, workspace, tmp_path) -> None:
+    """Replay folds many events in one go: the task a notification names may be submitted in the same chunk."""
+    from store.replay import verify
+
+    task_id = submit(store, workspace)
+    queue.enqueue(store, note(task_id, "changed"))
+    with store.reading() as conn:
+        verify(conn, f"sqlite:///{tmp_path / 'rebuilt.db'}")

@@ -1,0 +1,83 @@
+"""A scripted OpenAI-compatible completions endpoint, for tests of the harness around the model.
+
+It tokenizes with the bundled model's real vocabulary, so agentd's prompts, counts and manifests are
+real; only the reply text is scripted. Tests that are about the daemon, the queue or crash recovery
+use it (through `model_url`) to control what the model says and how long it takes; tests about the
+model path use the model itself.
+
+Run as a program: python -m tests.model_server PORT SCRIPT.json
+SCRIPT.json: {"delay_s": 0.3, "replies": [...]} where each reply is a JSON object or a string; the
+token "{n}" in a string reply is replaced by a counter that increases with every reply.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from llama_cpp import Llama
+
+from runtime.model_file import bundled_model_path
+
+
+class Script:
+    def __init__(self, path: Path) -> None:
+        spec = json.loads(path.read_text())
+        self.delay_s = float(spec.get("delay_s", 0.2))
+        self.replies = [r if isinstance(r, str) else json.dumps(r) for r in spec["replies"]]
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def next(self) -> str:
+        with self.lock:
+            reply = self.replies[self.count % len(self.replies)].replace("{n}", str(self.count))
+            self.count += 1
+            return reply
+
+
+def serve(port: int, script: Script) -> None:
+    vocab = Llama(model_path=str(bundled_model_path()), vocab_only=True, verbose=False)
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def _json(self, code: int, body: dict) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            self._json(404, {"error": "not found"})
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            if self.path == "/extras/tokenize":
+                tokens = vocab.tokenize(body.get("input", "").encode(), add_bos=False, special=True)
+                self._json(200, {"tokens": tokens})
+            elif self.path == "/v1/completions":
+                time.sleep(script.delay_s)
+                reply = script.next()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                chunk = {"choices": [{"text": reply, "finish_reason": None}]}
+                done = {"choices": [{"text": "", "finish_reason": "stop"}]}
+                for event in (chunk, done):
+                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
+            else:
+                self._json(404, {"error": "not found"})
+
+    ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]), Script(Path(sys.argv[2])))
