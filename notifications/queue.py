@@ -92,17 +92,16 @@ def drain(waiting: Sequence[Pending]) -> tuple[AdmittedNotification, ...]:
     Ten saves of one file before the next call are one notification: the latest, which describes the
     final state; the earlier nine are recorded as coalesced into it.
     """
-    latest: dict[str, Pending] = {}
+    by_key: dict[str, list[Pending]] = {}
     for p in waiting:
         if p.dedupe_key is not None:
-            latest[p.dedupe_key] = p
+            by_key.setdefault(p.dedupe_key, []).append(p)
     admitted: list[AdmittedNotification] = []
     for p in waiting:
-        if p.dedupe_key is not None and latest[p.dedupe_key] is not p:
+        group = by_key.get(p.dedupe_key) if p.dedupe_key is not None else None
+        if group is not None and group[-1] is not p:
             continue
-        coalesced = tuple(
-            q.notification_id for q in waiting if q.dedupe_key is not None and q.dedupe_key == p.dedupe_key and q is not p
-        )
+        coalesced = tuple(q.notification_id for q in group[:-1]) if group else ()
         admitted.append(AdmittedNotification(
             notification_id=p.notification_id, source=p.source, kind=p.kind, text=p.text, coalesced=coalesced,
         ))

@@ -130,9 +130,20 @@ def evidence_block(item) -> Block:
     return Block(f"evidence:{item.cite}", "evidence", item.source, "untrusted", item.text, item.version)
 
 
+NOTIFICATION_LINES = 20
+
+
 def notifications_block(e: NotificationsAdmitted) -> Block:
-    """The drained notifications as one block at the tail: harness facts, in enqueue order."""
-    lines = [f"- [{i.source}/{i.kind}] {i.text}" for i in e.items]
+    """The drained notifications as one block at the tail: harness facts, in enqueue order.
+
+    At most NOTIFICATION_LINES of them are spelled out: a burst (a checkout touching every file the
+    task read) must not crowd out the task itself. The rest are admitted all the same, and counted.
+    """
+    lines = [f"- [{i.source}/{i.kind}] {i.text}" for i in e.items[:NOTIFICATION_LINES]]
+    if len(e.items) > NOTIFICATION_LINES:
+        lines.append(
+            f"- and {len(e.items) - NOTIFICATION_LINES} more; `agentd notifications list --task` shows them all"
+        )
     ids = ",".join(i.notification_id for i in e.items)
     return Block("notifications", "notification", f"queue:{ids}", "trusted", neutralize("\n".join(lines)))
 

@@ -154,3 +154,18 @@ def test_a_log_whose_notification_follows_its_task_in_one_batch_replays(store, w
     queue.enqueue(store, note(task_id, "changed"))
     with store.reading() as conn:
         verify(conn, f"sqlite:///{tmp_path / 'rebuilt.db'}")
+
+
+def test_a_burst_of_notifications_is_admitted_whole_but_spelled_out_only_in_part(store, model, workspace, tmp_path) -> None:
+    from runtime.context import NOTIFICATION_LINES
+
+    rt = make_runtime(store, ScriptedModel(model, [answer("ok")]), tmp_path)
+    task_id = submit(store, workspace)
+    for n in range(60):
+        queue.enqueue(store, note(task_id, f"file-{n}.txt changed", key=f"file:file-{n}.txt"))
+    run(rt, task_id)
+    [admitted] = events(store, task_id, NotificationsAdmitted)
+    assert len(admitted.items) == 60
+    prompt = rt.model.prompts[0]
+    assert "file-19.txt changed" in prompt and "file-20.txt changed" not in prompt
+    assert f"and {60 - NOTIFICATION_LINES} more" in prompt

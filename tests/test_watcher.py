@@ -113,8 +113,11 @@ async def test_a_change_to_a_file_the_task_read_is_one_notification_with_the_fin
         [p] = await eventually(lambda: pending(store, task))
         [note] = enqueued(store)
     digest = sha(final)
-    assert p.text == f"notes.txt was modified on disk: 1,207 bytes, sha256 {digest[:12]}…, not the content this task last read"
-    assert (note.source, note.kind, note.tasks, note.dedupe_key) == ("file_watcher", "file_changed", (task,), "file:notes.txt")
+    assert p.text == (
+        f"notes.txt was modified on disk: 1,207 bytes, sha256 {digest[:12]}…, not the content this task last read"
+    )
+    assert (note.source, note.kind, note.tasks) == ("file_watcher", "file_changed", (task,))
+    assert note.dedupe_key == "file:notes.txt"
     assert {k: note.payload[k] for k in ("path", "exists", "size", "sha256")} == {
         "path": "notes.txt", "exists": True, "size": len(final), "sha256": digest,
     }
@@ -190,7 +193,8 @@ async def test_a_move_is_a_delete_and_a_create(store, workspace, data_dir):
         await eventually(lambda: len(pending(store, task)) == 2)
     texts = sorted(p.text for p in pending(store, task))
     assert texts[0] == "a.txt was deleted on disk; this task last read it"
-    assert texts[1].startswith("b.txt was modified on disk: 2 bytes") and texts[1].endswith("not the content this task last read")
+    assert texts[1].startswith("b.txt was modified on disk: 2 bytes")
+    assert texts[1].endswith("not the content this task last read")
 
 
 async def test_two_tasks_on_one_workspace_each_hear_once_and_a_finished_task_not_at_all(store, workspace, data_dir):
@@ -198,7 +202,10 @@ async def test_two_tasks_on_one_workspace_each_hear_once_and_a_finished_task_not
     for task in (first, second, done):
         read(store, task, workspace, "notes.txt", b"a\n")
     store.append(done, [TaskPhaseChanged(phase=TaskPhase.COMPLETED)])
+    (workspace / "sub").mkdir()
+    submit(store, workspace / "sub")
     async with watching(store, data_dir) as watcher:
+        # One recursive watch covers the workspace and the one nested in it.
         assert watcher.stats().watches == 1
         (workspace / "notes.txt").write_text("b\n")
         await eventually(lambda: pending(store, first) and pending(store, second))
