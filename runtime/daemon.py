@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import threading
@@ -15,6 +16,7 @@ from runtime import logs
 from runtime.agent import Runtime
 from runtime.config import Settings
 from runtime.scheduler import Scheduler
+from notifications.watcher import WorkspaceWatcher
 from runtime.web import create_app
 
 log = logs.get_logger("agentd.daemon")
@@ -29,9 +31,15 @@ async def run(settings: Settings, rt: Runtime) -> None:
     """Run tasks and serve the page until SIGINT or SIGTERM; uvicorn turns either into a shutdown."""
     store = rt.store
     scheduler = Scheduler(rt)
+    watcher = WorkspaceWatcher(store, data_dir=settings.data_dir)
 
     def status() -> dict:
-        return {"running_tasks": sorted(scheduler.running), "model_state": rt.model.stats(), "pid": os.getpid()}
+        return {
+            "running_tasks": sorted(scheduler.running),
+            "model_state": rt.model.stats(),
+            "watcher": dataclasses.asdict(watcher.stats()),
+            "pid": os.getpid(),
+        }
 
     config = uvicorn.Config(
         create_app(store, rt.model.name, status),
@@ -45,6 +53,7 @@ async def run(settings: Settings, rt: Runtime) -> None:
     server = _Server(config)
     log.info("serving", page=page_address(settings), last_seq=store.last_seq())
     async with anyio.create_task_group() as tg:
+        await tg.start(watcher.run)
         tg.start_soon(scheduler.run)
         await server.serve()
         # The page has stopped; decisions in flight are abandoned at their next await and taken
