@@ -150,7 +150,9 @@ class Writer:
         self._background.shutdown(wait=True)
         with self._leader:
             while self._pending:
-                self._pending.popleft().future.set_exception(StoreError("the store was closed"))
+                item = self._take()
+                if item is not None:
+                    item.future.set_exception(StoreError("the store was closed"))
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
@@ -161,14 +163,29 @@ class Writer:
         return self._conn
 
     def _run_one_batch(self) -> None:
-        first = self._pending.popleft()
+        first = self._take()
+        if first is None:
+            return
         if isinstance(first, _Call):
             self._run_call(first)
             return
         batch = [first]
         while self._pending and len(batch) < self._max_batch and isinstance(self._pending[0], AppendRequest):
-            batch.append(self._pending.popleft())
+            item = self._take()
+            if item is not None:
+                batch.append(item)
         self._commit(batch)
+
+    def _take(self) -> AppendRequest | _Call | None:
+        """The next queued item, marked running so it can no longer be cancelled; None if it was.
+
+        An async appender that is cancelled while its request waits here cancels the request's future
+        (asyncio.wrap_future does that): such a request is dropped unwritten, as its caller was told.
+        Once running, a future cannot be cancelled, so setting its outcome never fails; a failure there
+        would leave every later appender of the batch waiting forever.
+        """
+        item = self._pending.popleft()
+        return item if item.future.set_running_or_notify_cancel() else None
 
     def _run_call(self, call: _Call) -> None:
         # A bulk operation may write anything; what the cache knew no longer holds.

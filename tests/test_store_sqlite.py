@@ -80,3 +80,37 @@ async def test_many_async_appenders_share_commits_and_all_land(db_url: str) -> N
                 tg.start_soon(appender, n)
         assert store.last_seq() == 16 * 20
         assert all(store.task(f"t-{n}").summary.steps == 19 for n in range(16))
+
+
+@pytest.mark.anyio
+async def test_an_async_append_cancelled_while_queued_is_dropped_and_its_batch_still_lands(db_url: str) -> None:
+    import threading
+
+    import anyio
+
+    with EventStore(db_url) as store:
+        # A bulk call holds the writer while the queue fills behind it: the cancelled async append and a
+        # plain append end up in the same batch.
+        gate = threading.Event()
+        leader = threading.Thread(target=store.in_write_transaction, args=(lambda conn: gate.wait(),))
+        leader.start()
+        await anyio.sleep(0.05)
+
+        async def cancelled_appender() -> None:
+            await store.append_async("t-cancelled", [submitted()], expected_version=0)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(cancelled_appender)
+            await anyio.sleep(0.05)
+            tg.cancel_scope.cancel()
+
+        follower = threading.Thread(target=store.append, args=("t-kept", [submitted()]))
+        follower.start()
+        await anyio.sleep(0.05)
+        gate.set()
+        follower.join(timeout=10)
+        leader.join(timeout=10)
+
+        assert not follower.is_alive(), "an appender batched with a cancelled one was never answered"
+        assert store.stream_version("t-cancelled") == 0
+        assert store.stream_version("t-kept") == 1
