@@ -21,7 +21,7 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import anyio
 
@@ -56,6 +56,9 @@ from store.events import (
     ToolCallStarted,
 )
 
+if TYPE_CHECKING:
+    from runtime.jobs import JobRunner
+
 log = logs.get_logger("agentd.agent")
 
 EVIDENCE_BUDGET = 1200
@@ -74,6 +77,7 @@ class Runtime:
     profiles: dict[str, Profile]
     artifacts: ArtifactStore
     protected: tuple[Path, ...] = ()
+    jobs: JobRunner | None = None  # runs what start_job starts, when this process offers it
     approval_ttl: timedelta = APPROVAL_TTL
     _sections: dict[Path, list[knowledge.Section]] = field(default_factory=dict)
 
@@ -326,7 +330,11 @@ class _Runner:
 
     def _facts(self) -> dict[str, Any]:
         """Trusted facts tools may check arguments against: here, the artifacts this task produced."""
-        refs = [r.event.artifact_ref for r in self.records if isinstance(r.event, ToolCallExecuted) and r.event.artifact_ref]
+        refs = [
+            ref
+            for r in self.records
+            if (ref := getattr(r.event, "artifact_ref", None) or getattr(r.event, "output_ref", None))
+        ]
         return {FACT_ARTIFACT_REFS: tuple(refs)}
 
     # -- crash recovery --------------------------------------------------------------------------

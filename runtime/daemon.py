@@ -15,6 +15,7 @@ import uvicorn
 from runtime import logs
 from runtime.agent import Runtime
 from runtime.config import Settings
+from runtime.schedules import ScheduleRunner
 from runtime.scheduler import Scheduler
 from notifications.watcher import WorkspaceWatcher
 from runtime.web import create_app
@@ -52,13 +53,18 @@ async def run(settings: Settings, rt: Runtime) -> None:
     )
     server = _Server(config)
     log.info("serving", page=page_address(settings), last_seq=store.last_seq())
+    recovered = await anyio.to_thread.run_sync(rt.jobs.recover)
+    if recovered:
+        log.warning("background jobs orphaned by the last stop recorded as unknown", jobs=recovered)
     async with anyio.create_task_group() as tg:
         await tg.start(watcher.run)
+        tg.start_soon(ScheduleRunner(store).run)
         tg.start_soon(scheduler.run)
         await server.serve()
         # The page has stopped; decisions in flight are abandoned at their next await and taken
         # again from the log at the next start.
         tg.cancel_scope.cancel()
+    await anyio.to_thread.run_sync(rt.jobs.close)
     log.info("stopped")
 
 

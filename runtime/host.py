@@ -10,6 +10,7 @@ from runtime.agent import Runtime
 from runtime.artifacts import ArtifactStore
 from runtime.config import Settings
 from runtime.inference import HttpModel, LocalModel, Model
+from runtime.jobs import JobRunner, register_jobs
 from runtime.model_file import resolve_model
 from store import EventStore
 
@@ -25,12 +26,17 @@ def open_model(settings: Settings) -> Model:
 
 def open_runtime(settings: Settings, store: EventStore, model: Model | None = None) -> Runtime:
     loaded = plugins.load(settings.plugins)
+    artifacts = ArtifactStore(settings.artifacts_dir)
+    # Background jobs run in this process; only the daemon recovers the ones a crash orphaned.
+    jobs = JobRunner(store, artifacts, settings.data_dir / "jobs")
+    register_jobs(loaded.tools, jobs)
     return Runtime(
         store=store,
         model=model or open_model(settings),
         tools=loaded.tools,
         profiles=loaded.profiles,
-        artifacts=ArtifactStore(settings.artifacts_dir),
+        artifacts=artifacts,
         protected=(settings.data_dir,),
         approval_ttl=timedelta(seconds=settings.approval_ttl_s),
+        jobs=jobs,
     )

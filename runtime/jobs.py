@@ -1,17 +1,4 @@
-"""Background jobs: a command a task starts and goes on without, reported back to the task when it ends.
-
-The `start_job` tool hands the command to the process's `JobRunner` and returns the job's id at once.
-Its `JobStarted` goes into the call's trail, so the agent appends it together with the call's
-`ToolCallExecuted`: one atomic append, and no second writer on the task's stream while the call is in
-flight (the agent appends with the version it last saw; a concurrent append would cost it the call's
-result). The call id comes from the log: the agent records `ToolCallStarted` just before it runs a
-tool, so this task's open `start_job` call is the one running.
-
-The runner starts the process only once `JobStarted` is in the log: a job never runs unrecorded, and
-if the call's result is never recorded (a crash, a lost race) the command never runs at all. When the
-process ends its output goes to the artifact store, `JobFinished` is appended to the task's stream at
-a moment when no tool call of the task is running, and a notification tells the task.
-"""
+"""Background jobs: a command a task starts and goes on without, reported back to the task when it ends."""
 
 from __future__ import annotations
 
@@ -69,10 +56,21 @@ class StartJobArgs(BaseModel):
 
 
 class StartJobOutput(BaseModel):
-    job_id: str = Field(pattern=r"^j-[0-9a-f]{8}$", description="names the job in the notification that reports its end")
+    job_id: str = Field(
+        pattern=r"^j-[0-9a-f]{8}$", description="names the job in the notification that reports its end"
+    )
 
 
 class StartJob(Tool[StartJobArgs, StartJobOutput]):
+    """Hands the command to the process's JobRunner and returns the job's id at once.
+
+    `JobStarted` goes into the call's trail, so the agent appends it with the call's
+    `ToolCallExecuted`, in one atomic append: the runner never writes to the task's stream while
+    the call is in flight (the agent appends the result with the version it saw before the call, and
+    a write in between would cost it that result). The call id comes from the log: the agent records
+    `ToolCallStarted` just before it runs a tool, so the task's open `start_job` call is this one.
+    """
+
     def __init__(self, runner: JobRunner) -> None:
         self.runner = runner
         self.contract = ToolContract(
@@ -120,6 +118,11 @@ class Job:
 
 class JobRunner:
     """Runs background jobs in their own process groups and records how each ended.
+
+    A job's process starts only once its `JobStarted` is in the log, so a job never runs unrecorded,
+    and if the call's result never reaches the log (a crash, a lost race) the command never runs.
+    When it ends, its output goes to the artifact store, `JobFinished` is appended to the task's
+    stream at a moment when none of the task's tool calls runs, and a notification tells the task.
 
     Each job gets a thread that waits for its `JobStarted`, runs the command (clean environment, stdin
     closed, stdout and stderr to a file under `jobs_dir`), kills its process group when it ends or
@@ -174,7 +177,9 @@ class JobRunner:
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for every job this runner took to be recorded as finished (or dropped); False on timeout."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        for thread in list(self._threads.values()):
+        with self._lock:
+            threads = list(self._threads.values())
+        for thread in threads:
             thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
         return not self.running()
 
@@ -192,7 +197,9 @@ class JobRunner:
                     log.warning("job dropped before it started: its JobStarted was never recorded")
                     return
                 if self._stopping.is_set():
-                    finished = JobFinished(job_id=job.job_id, exit_code=None, summary="never started: agentd stopped first")
+                    finished = JobFinished(
+                        job_id=job.job_id, exit_code=None, summary="never started: agentd stopped first"
+                    )
                 else:
                     finished = self._execute(job)
                 self._finish(job.task_id, job.command, finished)

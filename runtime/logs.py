@@ -106,6 +106,8 @@ def configure(*, log_file: Path | None, level: str = "info", console: bool | Non
     root.setLevel(numeric_level)
     # Alembic narrates every migration step at INFO; agentd logs the outcome itself.
     logging.getLogger("alembic").setLevel(max(numeric_level, logging.WARNING))
+    # APScheduler logs every run of every job at INFO; the schedule's own events say what fired.
+    logging.getLogger("apscheduler").setLevel(max(numeric_level, logging.WARNING))
 
     structlog.configure(
         processors=[

@@ -96,5 +96,5 @@ WORKSPACE = Profile(
         "list_files shows what is there; read_file before answering questions about a file.",
         "Give the final answer as soon as you can answer; cite the files you read as sources.",
     ),
-    tools=("list_files", "read_artifact", "read_file", "shell", "write_file"),
+    tools=("list_files", "read_artifact", "read_file", "shell", "start_job", "write_file"),
 )

@@ -1,24 +1,4 @@
-"""Schedules: cron expressions that submit tasks, each firing recorded once in the log, whoever fires it.
-
-A schedule lives in agentd's own tables (`ScheduleAdded` / `ScheduleRemoved` on the `schedules`
-stream), never in APScheduler's job store: APScheduler 3 only says *when* to look, with its default
-in-memory store, and is rebuilt from the tables at every start.
-
-Firing is two appends, in this order:
-  1. `ScheduleFired(schedule_id, fire_time, task_id)` on the `schedules` stream, with the version of
-     that stream read in the same snapshot as the schedule's last fire time. The fire time must be
-     later than the last one (the projection checks it too), so however many runners race for one
-     firing, one append wins; the others see a conflict, read again and find nothing due.
-  2. `TaskSubmitted` on the new task's stream, with `expected_version=0` and actor `schedule:<id>`.
-     The task id was fixed by step 1, so a second submission of the same firing is a conflict.
-If a process dies between the two, the firing is in the log and its task is not: every runner submits
-such a task when it starts, refreshes, or fires that schedule again (before recording the next
-firing, so only a schedule's latest firing can ever lack its task). No firing is lost, none doubled.
-
-Missed firings coalesce: after a stop, a schedule fires once, for the latest fire time that passed
-while nobody watched (like APScheduler's `coalesce=True`), not once per missed time. A new schedule
-never fires for times before it was added.
-"""
+"""Schedules: cron expressions that submit tasks, each firing recorded once in the log, whoever fires it."""
 
 from __future__ import annotations
 
@@ -316,6 +296,17 @@ def fire_due(store: EventStore, schedule_id: str, now: datetime) -> str | None:
 
     Returns the new task's id, or None when nothing is due: not due yet, removed, or another runner
     recorded this firing first. Safe to call from any number of runners and processes at once.
+
+    Two appends, in this order:
+      1. `ScheduleFired(schedule_id, fire_time, task_id)` on the `schedules` stream, with the version
+         of that stream read in the same snapshot as the schedule's last fire time. The fire time must
+         be later than the last (the projection checks it too), so when runners race for one firing
+         one append wins; the others conflict, read again and find nothing due.
+      2. `TaskSubmitted` on the new task's stream with `expected_version=0` and actor
+         `schedule:<id>`. The task id is fixed by step 1, so submitting one firing twice is a conflict.
+    If a process dies between the two, the firing is in the log and its task is not: `complete_firing`
+    submits it when a runner starts or refreshes, and before the schedule's next firing is recorded,
+    so only a schedule's latest firing can ever lack its task. No firing lost, none doubled.
     """
     for _ in range(FIRE_RETRIES):
         with store.reading() as conn:
@@ -381,11 +372,19 @@ def _submit(store: EventStore, schedule: Schedule, task_id: str, submitted) -> b
 class ScheduleRunner:
     """Fires the schedules in agentd's tables, with APScheduler 3 as the timer.
 
+    Schedules live in agentd's own tables, never in APScheduler's job store: APScheduler only says
+    when to look, from its default in-memory store, rebuilt from the tables at every start. So
+    schedules survive restarts, and any number of processes can watch the same ones.
+
     `start` completes firings a crash left without their task, registers every live schedule with an
     `AsyncIOScheduler` (in-memory job store, `coalesce=True`) and fires once for any fire time missed
     while no runner watched. `refresh` (every `refresh_s` under `run`) does the same for schedules
     added or removed by another process since. Every firing goes through `fire_due`, so two runners,
     in one process or two, never record or submit one firing twice.
+
+    Missed firings coalesce, like APScheduler's `coalesce=True`: after a stop a schedule fires once,
+    for the latest fire time that passed while nobody watched, not once per missed time. A new
+    schedule never fires for times before it was added.
 
     `clock` is "now" for deciding what is due; APScheduler's timer itself follows the wall clock.
     """
@@ -415,8 +414,8 @@ class ScheduleRunner:
                 await anyio.sleep(self.refresh_s)
                 try:
                     await self.refresh()
-                except AgentdError as e:
-                    log.error("schedule refresh failed", error=str(e))
+                except Exception:  # noqa: BLE001  a failed look (a locked database, say) is tried again next time
+                    log.exception("schedule refresh failed")
         finally:
             with anyio.CancelScope(shield=True):
                 await self.stop()
@@ -464,7 +463,9 @@ class ScheduleRunner:
             name=f"schedule {schedule.schedule_id}", replace_existing=True,
         )
         self._registered.add(schedule.schedule_id)
-        log.info("schedule registered", schedule_id=schedule.schedule_id, cron=schedule.cron, timezone=schedule.timezone)
+        log.info(
+            "schedule registered", schedule_id=schedule.schedule_id, cron=schedule.cron, timezone=schedule.timezone
+        )
         # Whatever fell due while no runner watched: one firing, for the latest time.
         await self._fire(schedule.schedule_id)
 

@@ -252,7 +252,7 @@ def test_recover_marks_jobs_orphaned_by_a_crash_unknown_and_notifies(store, tmp_
 
 def test_recover_enqueues_a_notification_lost_between_the_two_appends(store, tmp_path, workspace) -> None:
     task_id = running_task(store, workspace)
-    finished = JobFinished(job_id="j-0000beef", exit_code=0, output_ref=None, summary="finished with exit code 0 after 2.0 s")
+    finished = JobFinished(job_id="j-0000beef", exit_code=0, summary="finished with exit code 0 after 2.0 s")
     store.append(task_id, [JobStarted(job_id="j-0000beef", call_id="c1", command="make"), finished])
     assert pending(store, task_id) == []
     assert make_runner(store, tmp_path).recover() == []
@@ -285,7 +285,8 @@ def test_the_agent_starts_a_job_and_hears_of_its_end_in_a_later_request(store, m
     run(max_decisions=1)
     [executed] = events(store, task_id, ToolCallExecuted)
     job_id = executed.observation["job_id"]
-    assert events(store, task_id, JobStarted) == [JobStarted(job_id=job_id, call_id=executed.call_id, command="echo compiled")]
+    [started] = events(store, task_id, JobStarted)
+    assert started == JobStarted(job_id=job_id, call_id=executed.call_id, command="echo compiled")
     finished = wait_finished(store, task_id)
 
     assert run() == "completed"

@@ -253,7 +253,11 @@ def run(app: App, task_id: str, max_decisions: int | None) -> None:
     if store.task(task_id) is None:
         raise NotFound(f"no task {task_id!r}")
     runtime = open_runtime(app.settings(), store)
-    phase = anyio.run(lambda: run_task(runtime, task_id, max_decisions=max_decisions))
+    try:
+        phase = anyio.run(lambda: run_task(runtime, task_id, max_decisions=max_decisions))
+    finally:
+        # Background jobs live as long as this process; the daemon is where they can outlive a turn.
+        runtime.jobs.close()
     click.echo(f"{task_id} {phase}")
     outcome = _outcome(store.read_stream(task_id))
     if outcome:
