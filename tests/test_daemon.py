@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -55,38 +57,27 @@ def test_serve_runs_a_submitted_task_to_its_end_and_exits_cleanly_on_sigterm(age
     assert "web page:" in out
 
 
-@pytest.mark.slow
-def test_a_file_the_task_read_changes_on_disk_and_its_next_request_hears_of_it(agentd, tmp_path: Path) -> None:
+@contextlib.contextmanager
+def serving(agentd, tmp_path: Path, replies: list, submit: tuple[str, ...] = ()) -> Iterator[tuple[dict, str | None]]:
+    """`agentd serve` on the scripted model endpoint, with `submit` submitted first; stopped with SIGTERM
+    at the end, which must exit 0. Yields the environment for CLI calls and the submitted task's id."""
     from tests.test_daemon_crash import REPO, wait_for_port
 
     script = tmp_path / "script.json"
-    script.write_text(json.dumps({"delay_s": 1.0, "replies": [
-        {"action": "call_tool", "tool": "read_file", "arguments": {"path": "notes.txt"}, "reason": "r"},
-        {"action": "call_tool", "tool": "list_files", "arguments": {"path": "missing-{n}"}, "reason": "r"},
-    ]}))
+    script.write_text(json.dumps({"delay_s": 1.0, "replies": replies}))
     model_port = free_port()
     model = subprocess.Popen([sys.executable, "-m", "tests.model_server", str(model_port), str(script)], cwd=REPO)
     ws = tmp_path / "ws"
-    ws.mkdir()
-    notes = ws / "notes.txt"
-    notes.write_text("The release is planned for March 3.\n")
+    ws.mkdir(exist_ok=True)
     env = {"AGENTD_DATA_DIR": str(tmp_path / "data"), "AGENTD_WORKSPACE": str(ws), "AGENTD_N_CTX": "8192",
            "AGENTD_MODEL_URL": f"http://127.0.0.1:{model_port}"}
     try:
         wait_for_port(model_port)
-        task_id = agentd("task", "submit", "--max-steps", "8", "Watch notes.txt", env=env).stdout.strip()
+        task_id = agentd("task", "submit", *submit, env=env).stdout.strip() if submit else None
         server = subprocess.Popen([sys.executable, "-m", "runtime.cli", "serve", "--port", str(free_port())],
                                   env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
-            read = wait_until(lambda: any(a["operation"] == "read" for a in show(agentd, task_id, env)["artifacts"]))
-            assert read, "the task never read notes.txt"
-            notes.write_text("The release moved to April 14.\n")
-            listed = wait_until(lambda: [
-                line for line in agentd("notifications", "list", "--task", task_id, env=env).stdout.splitlines()
-                if "file_watcher/file_changed" in line and "call " in line
-            ])
-            assert listed, agentd("notifications", "list", "--task", task_id, env=env).stdout
-            assert "notes.txt was modified on disk" in listed[0]
+            yield env, task_id
         finally:
             server.send_signal(signal.SIGTERM)
             _, err = server.communicate(timeout=60)
@@ -94,6 +85,74 @@ def test_a_file_the_task_read_changes_on_disk_and_its_next_request_hears_of_it(a
     finally:
         model.kill()
         model.wait()
+
+
+@pytest.mark.slow
+def test_a_file_the_task_read_changes_on_disk_and_its_next_request_hears_of_it(agentd, tmp_path: Path) -> None:
+    notes = tmp_path / "ws" / "notes.txt"
+    notes.parent.mkdir()
+    notes.write_text("The release is planned for March 3.\n")
+    replies = [
+        {"action": "call_tool", "tool": "read_file", "arguments": {"path": "notes.txt"}, "reason": "r"},
+        {"action": "call_tool", "tool": "list_files", "arguments": {"path": "missing-{n}"}, "reason": "r"},
+    ]
+    with serving(agentd, tmp_path, replies, ("--max-steps", "8", "Watch notes.txt")) as (env, task_id):
+        read = wait_until(lambda: any(a["operation"] == "read" for a in show(agentd, task_id, env)["artifacts"]))
+        assert read, "the task never read notes.txt"
+        notes.write_text("The release moved to April 14.\n")
+        listed = wait_until(lambda: admitted(agentd, task_id, env, "file_watcher/file_changed"))
+        assert listed, agentd("notifications", "list", "--task", task_id, env=env).stdout
+        assert "notes.txt was modified on disk" in listed[0]
+        assert "April 14" not in listed[0], "a notification describes the change; the file's text stays data"
+
+
+@pytest.mark.slow
+def test_an_approved_background_job_reports_its_end_to_the_task_that_started_it(agentd, tmp_path: Path) -> None:
+    replies = [
+        {"action": "call_tool", "tool": "start_job", "arguments": {"command": "sleep 1; echo built"}, "reason": "r"},
+        {"action": "call_tool", "tool": "list_files", "arguments": {"path": "missing-{n}"}, "reason": "r"},
+    ]
+    submit = ("--max-steps", "8", "--allow", "external", "Build it in the background")
+    with serving(agentd, tmp_path, replies, submit) as (env, task_id):
+        pending = wait_until(lambda: approvals(agentd, env))
+        assert pending and pending[0]["tool"] == "start_job", "start_job never asked for approval"
+        assert agentd("approvals", "approve", pending[0]["approval_id"], env=env).returncode == 0
+        listed = wait_until(lambda: admitted(agentd, task_id, env, "job/job_finished"))
+        assert listed, agentd("notifications", "list", "--task", task_id, env=env).stdout
+        assert "exit code 0" in listed[0]
+
+
+@pytest.mark.slow
+def test_the_daemon_fires_a_schedule_and_runs_the_task_it_submits(agentd, tmp_path: Path) -> None:
+    replies = [{"action": "final_answer", "answer": "All quiet.", "sources": []}]
+    with serving(agentd, tmp_path, replies) as (env, _):
+        added = agentd("schedule", "add", "--cron", "* * * * * *", "Report on the night", "--json", env=env)
+        assert added.returncode == 0, added.stderr
+        schedule_id = json.loads(added.stdout)["schedule_id"]
+
+        def tasks(phase: str | None = None) -> list[dict]:
+            listed = agentd("task", "list", "--json", env=env)
+            found = json.loads(listed.stdout) if listed.returncode == 0 else []
+            return [t for t in found if t["goal"] == "Report on the night" and phase in (None, t["phase"])]
+
+        assert wait_until(tasks), "the schedule never fired"
+        assert agentd("schedule", "remove", schedule_id, env=env).returncode == 0
+        done = wait_until(lambda: tasks("completed"))
+        assert done, agentd("task", "list", env=env).stdout
+        listed = agentd("events", "list", "--task", done[0]["task_id"], "--type", "TaskSubmitted", "--json", env=env)
+        assert json.loads(listed.stdout.splitlines()[0])["actor"] == f"schedule:{schedule_id}"
+
+
+def admitted(agentd, task_id: str, env: dict, source_kind: str) -> list[str]:
+    """Texts of this task's notifications of `source/kind` that were admitted into one of its calls."""
+    out = agentd("notifications", "list", "--task", task_id, "--json", env=env)
+    rows = json.loads(out.stdout) if out.returncode == 0 else []
+    return [r["text"] for r in rows if f"{r['source']}/{r['kind']}" == source_kind and r["admitted_call"]]
+
+
+def approvals(agentd, env: dict) -> list[dict]:
+    out = agentd("approvals", "list", "--json", env=env)
+    return json.loads(out.stdout) if out.returncode == 0 else []
 
 
 def show(agentd, task_id: str, env: dict) -> dict:
