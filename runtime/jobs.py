@@ -18,7 +18,7 @@ from notifications import queue
 from runtime import logs
 from runtime.artifacts import ArtifactStore
 from runtime.tools import Effect, Tool, ToolContext, ToolContract, ToolRegistry
-from runtime.tools.shell import POLL_S, SHELL, _exited, _kill_group, clean_environment
+from runtime.tools.shell import POLL_S, SHELL, clean_environment, exited, kill_group
 from store import EventStore
 from store.errors import ConcurrencyConflict, StoreError
 from store.events import JobFinished, JobStarted, ToolCallExecuted, ToolCallStarted
@@ -247,13 +247,13 @@ class JobRunner:
         deadline = started + self.max_runtime_s
         ended = False
         try:
-            while not (ended := _exited(proc.pid)):
+            while not (ended := exited(proc.pid)):
                 if self._stopping.is_set() or time.monotonic() >= deadline:
                     break
                 self._stopping.wait(POLL_S)
         finally:
             # Before reaping: while the leader is a zombie its pid, and so the group id, cannot be reused.
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             proc.wait()
         elapsed = time.monotonic() - started
         if ended:
@@ -423,7 +423,7 @@ def _kill_leftovers(folder: Path, job_id: str) -> None:
         return
     if _group_is_job(pgid, job_id):
         log.warning("killing processes a stopped agentd left running", job_id=job_id, pgid=pgid)
-        _kill_group(pgid)
+        kill_group(pgid)
 
 
 def _group_is_job(pgid: int, job_id: str) -> bool:

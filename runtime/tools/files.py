@@ -112,7 +112,7 @@ class ReadFile(Tool[ReadFileArgs, ReadFileOutput]):
     def run(self, ctx: ToolContext, args: ReadFileArgs) -> ReadFileOutput:
         real = resolve(ctx, args.path)
         name = relative(ctx, real)
-        data = _read_regular(real, name, MAX_READ_BYTES)
+        data = read_regular(real, name, MAX_READ_BYTES)
         digest = hashlib.sha256(data).hexdigest()
         if b"\x00" in data[:_SNIFF_BYTES]:
             raise _binary(name, data, digest)
@@ -160,7 +160,7 @@ class WriteFile(Tool[WriteFileArgs, WriteFileOutput]):
         data = args.content.encode("utf-8")
         digest = hashlib.sha256(data).hexdigest()
         try:
-            old = _read_regular(real, name, None)
+            old = read_regular(real, name, None)
         except ToolFailure as e:
             if e.code != "not_found":
                 raise
@@ -218,7 +218,7 @@ def _entry(e: os.DirEntry[str]) -> Entry:
     return Entry(name=e.name, kind="other")
 
 
-def _read_regular(real: Path, name: str, limit: int | None) -> bytes:
+def read_regular(real: Path, name: str, limit: int | None) -> bytes:
     # O_NOFOLLOW: a symlink swapped in after `resolve` checked the path is refused, not followed.
     # O_NONBLOCK: opening a FIFO must not wait for a writer that never comes.
     try:

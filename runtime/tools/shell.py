@@ -39,6 +39,14 @@ class ShellOutput(BaseModel):
     stderr_bytes: int = Field(ge=0, description="bytes written, including any cut from the middle")
 
 
+def with_tails(summary: dict[str, Any], output: ShellOutput) -> dict[str, Any]:
+    """A masked process result's summary plus the ends of its output streams.
+
+    The end of the output usually holds the error; a summary without it would hide the only evidence.
+    """
+    return {**summary, "stdout_tail": output.stdout[-TAIL_CHARS:], "stderr_tail": output.stderr[-TAIL_CHARS:]}
+
+
 def clean_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """`environ` without anything that looks like a secret or like agentd's own settings."""
     return {
@@ -76,74 +84,97 @@ class Shell(Tool[ShellArgs, ShellOutput]):
         )
 
     def run(self, ctx: ToolContext, args: ShellArgs) -> ShellOutput:
-        env = clean_environment(os.environ)
-        env["PWD"] = str(ctx.workspace)
-        deadline = ctx.deadline if ctx.deadline is not None else time.monotonic() + self.contract.timeout_s
-        try:
-            proc = subprocess.Popen(
-                [SHELL, "-c", args.command],
-                cwd=ctx.workspace,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                # Its own process group, so one signal reaches everything the command started.
-                start_new_session=True,
-            )
-        except OSError as e:
-            raise ToolFailure("spawn_failed", f"cannot start {SHELL}: {e.strerror or e}") from None
-        assert proc.stdout is not None and proc.stderr is not None
-        out, err = _Capture(proc.stdout, self.output_cap), _Capture(proc.stderr, self.output_cap)
-
-        finished = False
-        try:
-            while not (finished := _exited(proc.pid)):
-                if ctx.cancelled.is_set() or time.monotonic() >= deadline:
-                    break
-                time.sleep(POLL_S)
-        finally:
-            # Before reaping: while the leader is a zombie its pid, and so the group id, cannot be reused.
-            _kill_group(proc.pid)
-            proc.wait()
-            out.join(1.0)
-            err.join(1.0)
-
-        if not finished:
-            raise ToolFailure(
-                "timeout",
-                f"the command did not finish within {self.contract.timeout_s:g}s; its processes were killed",
-                {"stdout_tail": out.text()[-TAIL_CHARS:], "stderr_tail": err.text()[-TAIL_CHARS:]},
-            )
-        return ShellOutput(
-            exit_code=proc.returncode,
-            stdout=out.text(),
-            stderr=err.text(),
-            stdout_bytes=out.total,
-            stderr_bytes=err.total,
+        return run_process(
+            [SHELL, "-c", args.command],
+            ctx,
+            timeout_s=self.contract.timeout_s,
+            output_cap=self.output_cap,
+            label="the command",
+            program=SHELL,
         )
 
     def summarize(self, output: ShellOutput) -> dict[str, Any]:
-        # The end of the output usually holds the error; a summary without it would hide the only evidence.
-        return {
-            **super().summarize(output),
-            "stdout_tail": output.stdout[-TAIL_CHARS:],
-            "stderr_tail": output.stderr[-TAIL_CHARS:],
-        }
+        return with_tails(super().summarize(output), output)
 
 
-def _exited(pid: int) -> bool:
+def run_process(
+    argv: list[str],
+    ctx: ToolContext,
+    *,
+    timeout_s: float,
+    output_cap: int,
+    label: str,
+    program: str | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    spawn_details: dict[str, Any] | None = None,
+) -> ShellOutput:
+    """Run `argv` in the workspace with a clean environment, no stdin, capped output and a deadline.
+
+    Whatever it leaves in the background is killed when it ends. The error messages call it `label`,
+    or `program` when it cannot be started; `spawn_details` go with that failure. Raises ToolFailure
+    `spawn_failed`, or `timeout` when the deadline passes or the call is cancelled.
+    """
+    env = clean_environment(os.environ)
+    env["PWD"] = str(ctx.workspace)
+    env.update(extra_env or {})
+    deadline = ctx.deadline if ctx.deadline is not None else time.monotonic() + timeout_s
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=ctx.workspace,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            # Its own process group, so one signal reaches everything the process started.
+            start_new_session=True,
+        )
+    except OSError as e:
+        raise ToolFailure("spawn_failed", f"cannot start {program or label}: {e.strerror or e}", spawn_details) from None
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = Capture(proc.stdout, output_cap), Capture(proc.stderr, output_cap)
+
+    finished = False
+    try:
+        while not (finished := exited(proc.pid)):
+            if ctx.cancelled.is_set() or time.monotonic() >= deadline:
+                break
+            time.sleep(POLL_S)
+    finally:
+        # Before reaping: while the leader is a zombie its pid, and so the group id, cannot be reused.
+        kill_group(proc.pid)
+        proc.wait()
+        out.join(1.0)
+        err.join(1.0)
+
+    if not finished:
+        raise ToolFailure(
+            "timeout",
+            f"{label} did not finish within {timeout_s:g}s; its processes were killed",
+            {"stdout_tail": out.text()[-TAIL_CHARS:], "stderr_tail": err.text()[-TAIL_CHARS:]},
+        )
+    return ShellOutput(
+        exit_code=proc.returncode,
+        stdout=out.text(),
+        stderr=err.text(),
+        stdout_bytes=out.total,
+        stderr_bytes=err.total,
+    )
+
+
+def exited(pid: int) -> bool:
     """Has the process ended? Asked without reaping it, so its process group stays addressable."""
     return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
 
 
-def _kill_group(pgid: int) -> None:
+def kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
         pass
 
 
-class _Capture(threading.Thread):
+class Capture(threading.Thread):
     """Drains one pipe, keeping its first and last `cap / 2` bytes and counting the rest."""
 
     def __init__(self, stream: IO[bytes], cap: int) -> None:
