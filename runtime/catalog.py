@@ -1,0 +1,184 @@
+"""Catalog: the skills found under the skill folders, and the list of them a model is shown.
+
+The model sees only names and descriptions until it activates a skill (the spec's progressive
+disclosure), and that list must fit a token budget. When it does not, descriptions are shortened
+before any skill is left out, always the same way for the same skills, so the prompt prefix that
+holds the list stays byte-identical from one task to the next.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import operator
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Callable, Iterator, Mapping, NamedTuple, Sequence
+
+from runtime.skill import SKILL_FILE, Diagnostic, Skill, load
+
+HEADER = (
+    "Skills you can use. Before following one, read its instructions by replying "
+    '{"action": "activate_skill", "skill": "<name>", "reason": "<why>"}.'
+)
+ELLIPSIS = "…"
+_WHITESPACE = re.compile(r"\s+")
+_by_name = operator.attrgetter("name")
+
+
+@dataclass(frozen=True)
+class Catalog:
+    skills: Mapping[str, Skill]
+    skipped: tuple[Diagnostic, ...] = ()
+    warnings: tuple[Diagnostic, ...] = ()
+
+    @property
+    def fingerprint(self) -> str:
+        """Changes exactly when what the catalog shows, or any loaded skill's SKILL.md, changes."""
+        shown = sorted((s.name, s.description, s.content_hash) for s in self.skills.values())
+        return hashlib.sha256(json.dumps(shown, ensure_ascii=False).encode()).hexdigest()
+
+
+class CatalogEntry(NamedTuple):
+    name: str
+    description: str
+    content_hash: str
+    shortened: bool = False
+
+
+def discover(roots: Sequence[Path]) -> Catalog:
+    """The skills under `roots`, the first of each name winning (roots in order, then path order).
+
+    A child of a root holding a SKILL.md is a skill; a child without one is a collection, searched
+    one level deeper; a folder with a SKILL.md, a root included, is not searched further. A skill
+    that cannot be loaded is in `skipped`, never silently dropped.
+    """
+    skills: dict[str, Skill] = {}
+    where: dict[str, Path] = {}
+    skipped: list[Diagnostic] = []
+    warnings: list[Diagnostic] = []
+    for root in map(Path, roots):
+        if not os.path.isdir(root):
+            problem = "is not a folder" if os.path.lexists(root) else "does not exist"
+            warnings.append(Diagnostic(root, None, "warning", f"skills folder {problem}; no skills read from it"))
+            continue
+        for folder in _skill_folders(root, warnings):
+            skill, diagnostics = load(folder)
+            if skill is None:
+                skipped.extend(d for d in diagnostics if d.severity == "error")
+            elif skill.name in skills:
+                skipped.append(
+                    Diagnostic(
+                        folder / SKILL_FILE,
+                        None,
+                        "error",
+                        f"skill {skill.name!r} is already defined by {where[skill.name]}; this one is left out",
+                    )
+                )
+            else:
+                skills[skill.name] = skill
+                where[skill.name] = folder / SKILL_FILE
+                warnings.extend(skill.warnings)
+    return Catalog(MappingProxyType(dict(sorted(skills.items()))), tuple(skipped), tuple(warnings))
+
+
+def entries(catalog: Catalog, budget_tokens: int, count: Callable[[str], int]) -> list[CatalogEntry]:
+    """The catalog's skills by name, as many and as fully described as `budget_tokens` allows.
+
+    Over budget, every description longer than one cap is cut at a word boundary, the cap being the
+    largest that fits; if even bare names do not fit, the first skills by name that do are kept and
+    the rest left out (fewer entries than `catalog.skills`). `count` is the model's tokenizer, so it
+    is called a logarithmic number of times: each search halves the range.
+    """
+    full = [
+        CatalogEntry(s.name, _one_line(s.description), s.content_hash)
+        for s in sorted(catalog.skills.values(), key=_by_name)
+    ]
+
+    def fits(shown: Sequence[CatalogEntry]) -> bool:
+        return count(render(shown)) <= budget_tokens
+
+    if not full or fits(full):
+        return full
+    bare = _capped(full, 0)
+    if fits(bare):
+        # capped(low) fits and capped(high + 1) does not; the longest description uncut is `full`.
+        low, high = 0, max(len(e.description) for e in full) - 1
+        while low < high:
+            mid = (low + high + 1) // 2
+            if fits(_capped(full, mid)):
+                low = mid
+            else:
+                high = mid - 1
+        return _capped(full, low)
+    low, high = 0, len(bare) - 1
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(bare[:mid]):
+            low = mid
+        else:
+            high = mid - 1
+    return bare[:low]
+
+
+def render(entries: Sequence[CatalogEntry]) -> str:
+    """The catalog block's text: the header, then `- name: description` a line, by name; "" for none."""
+    if not entries:
+        return ""
+    lines = [f"- {_one_line(e.name)}: {_one_line(e.description)}".rstrip() for e in sorted(entries, key=_by_name)]
+    return "\n".join([HEADER, *lines])
+
+
+def _skill_folders(root: Path, warnings: list[Diagnostic]) -> Iterator[Path]:
+    # lexists: a SKILL.md that is a broken link still marks a skill, one that load then reports.
+    if os.path.lexists(root / SKILL_FILE):
+        yield root
+        return
+    for child in _subfolders(root, warnings):
+        if os.path.lexists(child / SKILL_FILE):
+            yield child
+            continue
+        for grandchild in _subfolders(child, warnings):
+            if os.path.lexists(grandchild / SKILL_FILE):
+                yield grandchild
+
+
+def _subfolders(folder: Path, warnings: list[Diagnostic]) -> list[Path]:
+    try:
+        with os.scandir(folder) as listing:
+            names = sorted(e.name for e in listing if not _hidden(e.name) and e.is_dir())
+    except OSError as e:
+        warnings.append(Diagnostic(folder, None, "warning", f"cannot list this folder: {e.strerror or e}"))
+        return []
+    return [folder / name for name in names]
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith(".") or name == "__pycache__"
+
+
+def _capped(full: Sequence[CatalogEntry], cap: int) -> list[CatalogEntry]:
+    return [
+        e if len(e.description) <= cap else e._replace(description=_shorten(e.description, cap), shortened=True)
+        for e in full
+    ]
+
+
+def _shorten(text: str, cap: int) -> str:
+    """At most `cap` characters of one-line text, ending at a word boundary where there is one, then "…"."""
+    if cap < 2:
+        return ""
+    head = text[: cap - 1]
+    if not text[cap - 1].isspace():
+        # The cut falls inside a word: end before it, unless it is the first word.
+        space = head.rfind(" ")
+        if space > 0:
+            head = head[:space]
+    return head.rstrip() + ELLIPSIS
+
+
+def _one_line(text: str) -> str:
+    return _WHITESPACE.sub(" ", text).strip()
