@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING, Any, Sequence
 import anyio
 
 from notifications import queue
-from runtime import context, knowledge, logs, proposal
+from runtime import activation, context, knowledge, logs, proposal
 from runtime.artifacts import ArtifactStore, ref_for
 from runtime.inference import Model
 from runtime.profiles import Profile, prefix_blocks
 from runtime.tools import FACT_ARTIFACT_REFS, ToolContext, ToolRegistry, execute
+from runtime.tools.skill_files import FACT_ACTIVE_SKILLS
 from runtime.tools.schema import inline_schema
 from store import EventStore
 from store.errors import AgentdError, ConcurrencyConflict, ContextOverflow, InferenceError
@@ -78,6 +79,8 @@ class Runtime:
     artifacts: ArtifactStore
     protected: tuple[Path, ...] = ()
     jobs: JobRunner | None = None  # runs what start_job starts, when this process offers it
+    skill_roots: tuple[Path, ...] = ()
+    skills_budget_tokens: int = 1024
     approval_ttl: timedelta = APPROVAL_TTL
     _sections: dict[Path, list[knowledge.Section]] = field(default_factory=dict)
 
@@ -180,6 +183,8 @@ class _Runner:
 
         trusted = self._trusted()
         call_index = transcript.calls + 1
+        if call_index == 1:
+            await self._pin_skills(trusted)
         kind = _decision_kind(summary, call_index)
         await self._retrieve(trusted, transcript, call_index)
         await self._admit_notifications(call_index)
@@ -200,6 +205,19 @@ class _Runner:
         if profile is None:
             raise AgentdError(f"task {self.task_id} uses profile {submitted.profile!r}, which is not loaded")
         return Trusted(self.task_id, first.actor, submitted.tenant, datetime.now(UTC), submitted, profile)
+
+    async def _pin_skills(self, trusted: Trusted) -> None:
+        """Before the first request: fix the task's skill catalog, and take in a skill the goal names
+        with `/name`. Both are in the log, so a restart or a replay finds them there instead."""
+        pinned = activation.pinned_catalog(self.records)
+        if pinned is None and self.rt.skill_roots:
+            pinned = await anyio.to_thread.run_sync(
+                activation.pin, self.rt.skill_roots, self.rt.skills_budget_tokens, self.rt.model.count
+            )
+            await self._append(pinned)
+        name = activation.user_request(trusted.submitted.goal, pinned)
+        if name is not None and name not in activation.active_skills(self.records):
+            await self._append(await anyio.to_thread.run_sync(activation.activate, pinned, name, 0, "user"))
 
     async def _retrieve(self, trusted: Trusted, transcript: context.Transcript, call_index: int) -> None:
         """Steps 3 and 4, recorded with the evidence's text so the task's later requests repeat it."""
@@ -275,11 +293,32 @@ class _Runner:
             )
         elif isinstance(action, proposal.CallTool):
             await self._call_tool(trusted, call_index, action)
+        elif isinstance(action, proposal.ActivateSkill):
+            pinned = activation.pinned_catalog(self.records)
+            assert pinned is not None, "judge accepts only skills of the task's catalog"
+            await self._append(await anyio.to_thread.run_sync(activation.activate, pinned, action.skill, call_index))
 
     async def _call_tool(self, trusted: Trusted, call_index: int, action: proposal.CallTool) -> None:
         tool = self.rt.tools.get(action.tool)
         call_id = f"c{call_index}"
         proposed = ToolCallProposed(call_id=call_id, tool=action.tool, arguments=action.arguments, reason=action.reason)
+        skill = activation.pre_approver(activation.active_skills(self.records), action.tool)
+        if tool.contract.needs_approval and skill is not None:
+            # The skill's allowed-tools approved it in advance; the log says who did, like any approval.
+            approval_id = f"ap-{secrets.token_hex(4)}"
+            await self._append(
+                proposed,
+                ApprovalRequested(
+                    approval_id=approval_id,
+                    call_id=call_id,
+                    tool=action.tool,
+                    arguments_hash=arguments_hash(action.arguments),
+                    reason=action.reason,
+                ),
+                ApprovalGranted(approval_id=approval_id, by=f"skill:{skill}"),
+            )
+            await self._execute(trusted, proposed, approved=True)
+            return
         if tool.contract.needs_approval:
             approval = ApprovalRequested(
                 approval_id=f"ap-{secrets.token_hex(4)}",
@@ -329,13 +368,14 @@ class _Runner:
         )
 
     def _facts(self) -> dict[str, Any]:
-        """Trusted facts tools may check arguments against: here, the artifacts this task produced."""
+        """Trusted facts tools may check arguments against: the artifacts this task produced, the skills it activated."""
         refs = [
             ref
             for r in self.records
             if (ref := getattr(r.event, "artifact_ref", None) or getattr(r.event, "output_ref", None))
         ]
-        return {FACT_ARTIFACT_REFS: tuple(refs)}
+        skills = {name: e.folder for name, e in activation.active_skills(self.records).items()}
+        return {FACT_ARTIFACT_REFS: tuple(refs), FACT_ACTIVE_SKILLS: skills}
 
     # -- crash recovery --------------------------------------------------------------------------
 
@@ -466,12 +506,17 @@ def retrieve_evidence(
     return items, left_out
 
 
-def offered_tools(rt: Runtime, trusted: Trusted) -> list[str]:
-    """The profile's tools whose effects the task was allowed; the rest are not even described."""
+def offered_tools(rt: Runtime, trusted: Trusted, has_skills: bool = False) -> list[str]:
+    """The profile's tools whose effects the task was allowed; the rest are not even described.
+
+    A task with skills in its catalog is offered the skill tools too, on the same terms: a skill's
+    scripts run only for a task allowed external effects.
+    """
     allowed = set(trusted.submitted.allowed_effects)
+    names = [*trusted.profile.tools, *(activation.SKILL_TOOLS if has_skills else ())]
     return [
         name
-        for name in trusted.profile.tools
+        for name in dict.fromkeys(names)
         if name in rt.tools and {e.value for e in rt.tools.get(name).contract.effects} <= allowed
     ]
 
@@ -493,13 +538,15 @@ def build_request(
     the artifact store; replay only needs its reference.
     """
     profile = trusted.profile
-    allowed = offered_tools(rt, trusted)
+    pinned = activation.pinned_catalog(records)
+    skills = [e.name for e in pinned.entries] if pinned else []
+    allowed = offered_tools(rt, trusted, has_skills=bool(skills))
     schema = proposal.schema(
         {name: inline_schema(rt.tools.get(name).contract.input_model) for name in allowed},
-        skills=[],
+        skills=skills,
         allow_answer=True,
     )
-    prefix = prefix_blocks(profile, rt.tools.definitions(allowed))
+    prefix = prefix_blocks(profile, rt.tools.definitions(allowed), skills=activation.catalog_block(pinned))
     transcript, summary = context.rebuild(records)
     if attempt == 1:
         tail = context.user_turn(summary, call_index, trusted.submitted.goal, transcript.pending)
@@ -519,6 +566,7 @@ def build_request(
         prompt_ref=(lambda text: rt.artifacts.put(text.encode())) if store_prompt else (
             lambda text: ref_for(text.encode())
         ),
+        left_out=activation.catalog_left_out(pinned),
     )
     return request, schema, allowed
 
@@ -526,10 +574,12 @@ def build_request(
 def judge(text: str, allowed: list[str], records: Sequence[Recorded]) -> proposal.Action:
     """Step 7's first half: the reply as an action code will carry out, or Rejected with the reason."""
     transcript, _ = context.rebuild(records)
+    pinned = activation.pinned_catalog(records)
     return proposal.validate(
         proposal.parse(text),
         allowed_tools=set(allowed),
-        skills=set(),
+        skills={e.name for e in pinned.entries} if pinned else set(),
+        active_skills=set(activation.active_skills(records)),
         sources=set(transcript.evidence_ids) | set(transcript.read_paths),
         done_calls=_done_calls(records),
     )

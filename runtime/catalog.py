@@ -65,7 +65,7 @@ def discover(roots: Sequence[Path]) -> Catalog:
             problem = "is not a folder" if os.path.lexists(root) else "does not exist"
             warnings.append(Diagnostic(root, None, "warning", f"skills folder {problem}; no skills read from it"))
             continue
-        for folder in _skill_folders(root, warnings):
+        for folder in skill_folders(root, warnings):
             skill, diagnostics = load(folder)
             if skill is None:
                 skipped.extend(d for d in diagnostics if d.severity == "error")
@@ -132,7 +132,10 @@ def render(entries: Sequence[CatalogEntry]) -> str:
     return "\n".join([HEADER, *lines])
 
 
-def _skill_folders(root: Path, warnings: list[Diagnostic]) -> Iterator[Path]:
+def skill_folders(root: Path, warnings: list[Diagnostic] | None = None) -> Iterator[Path]:
+    """The folders `discover` reads under root: root itself if it is a skill, else its children, and
+    theirs for a child that is a collection. Folders it cannot list go to `warnings` when given."""
+    warnings = [] if warnings is None else warnings
     # lexists: a SKILL.md that is a broken link still marks a skill, one that load then reports.
     if os.path.lexists(root / SKILL_FILE):
         yield root

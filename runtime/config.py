@@ -38,6 +38,12 @@ class Settings(BaseModel):
     threads: int | None = Field(None, ge=1, description="llama.cpp threads; default: one per CPU, at most 4")
     kv_cache_mb: int = Field(768, ge=0, description="memory for other tasks' saved KV state (prefix reuse)")
     approval_ttl_s: int = Field(86_400, ge=1, description="an approval nobody decides within this is denied")
+    skills_dirs: tuple[Path, ...] = Field(
+        (Path("skills"),), description="folders of Agent Skills (SKILL.md folders), searched in order"
+    )
+    skills_budget_tokens: int = Field(
+        1024, ge=0, description="tokens the skill catalog may take in each request; descriptions are shortened to fit"
+    )
 
     @property
     def db_path(self) -> Path:
@@ -100,7 +106,7 @@ def load_settings(
         raise ConfigError(f"invalid value for {key} (from {where}): {err['msg']}") from None
 
 
-_LIST_SETTINGS = ("plugins",)
+_LIST_SETTINGS = ("plugins", "skills_dirs")
 
 
 def _path_or_none(value: str | None) -> Path | None:

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
+from runtime.activation import failure_block, skill_block
 from runtime.blocks import Block, neutralize
 from runtime.inference import Message
 from store.errors import ContextOverflow
@@ -26,6 +27,8 @@ from store.events import (
     NotificationsAdmitted,
     ProposalRejected,
     Recorded,
+    SkillActivated,
+    SkillActivationFailed,
     TaskSubmitted,
     TokenBuckets,
     ToolCallExecuted,
@@ -79,6 +82,10 @@ def rebuild(records: Iterable[Recorded]) -> tuple[Transcript, TaskSummary | None
             t.evidence_ids += [item.cite for item in e.items]
         elif isinstance(e, NotificationsAdmitted):
             t.pending.append(notifications_block(e))
+        elif isinstance(e, SkillActivated):
+            t.pending.append(skill_block(e))
+        elif isinstance(e, SkillActivationFailed):
+            t.pending.append(failure_block(e))
         elif isinstance(e, ProposalRejected):
             rejected = e.error
         elif isinstance(e, ModelCalled):

@@ -17,6 +17,7 @@ from runtime.agent import Runtime
 from runtime.config import Settings
 from runtime.schedules import ScheduleRunner
 from runtime.scheduler import Scheduler
+from notifications.catalog_watcher import CatalogWatcher
 from notifications.watcher import WorkspaceWatcher
 from runtime.web import create_app
 
@@ -58,6 +59,7 @@ async def run(settings: Settings, rt: Runtime) -> None:
         log.warning("background jobs orphaned by the last stop recorded as unknown", jobs=recovered)
     async with anyio.create_task_group() as tg:
         await tg.start(watcher.run)
+        await tg.start(CatalogWatcher(store, rt.skill_roots).run)
         tg.start_soon(ScheduleRunner(store).run)
         tg.start_soon(scheduler.run)
         await server.serve()

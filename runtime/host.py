@@ -12,6 +12,7 @@ from runtime.config import Settings
 from runtime.inference import HttpModel, LocalModel, Model
 from runtime.jobs import JobRunner, register_jobs
 from runtime.model_file import resolve_model
+from runtime.tools.skill_files import register_skill_tools
 from store import EventStore
 
 
@@ -30,6 +31,7 @@ def open_runtime(settings: Settings, store: EventStore, model: Model | None = No
     # Background jobs run in this process; only the daemon recovers the ones a crash orphaned.
     jobs = JobRunner(store, artifacts, settings.data_dir / "jobs")
     register_jobs(loaded.tools, jobs)
+    register_skill_tools(loaded.tools)
     return Runtime(
         store=store,
         model=model or open_model(settings),
@@ -39,4 +41,6 @@ def open_runtime(settings: Settings, store: EventStore, model: Model | None = No
         protected=(settings.data_dir,),
         approval_ttl=timedelta(seconds=settings.approval_ttl_s),
         jobs=jobs,
+        skill_roots=tuple(settings.skills_dirs),
+        skills_budget_tokens=settings.skills_budget_tokens,
     )

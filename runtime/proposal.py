@@ -122,6 +122,7 @@ def validate(
     skills: set[str],
     sources: set[str],
     done_calls: dict[str, str] | None = None,
+    active_skills: frozenset[str] | set[str] = frozenset(),
 ) -> Action:
     """Check the proposal against trusted state; arguments are checked by the tool's own contract.
 
@@ -137,8 +138,11 @@ def validate(
             f"{action.tool} was already called with exactly these arguments (call {earlier}); its result is "
             "above. Use it, try different arguments, or answer"
         )
+    if isinstance(action, ActivateSkill) and action.skill in active_skills:
+        raise Rejected(f"the skill {action.skill!r} is already active: its instructions are above; follow them")
     if isinstance(action, ActivateSkill) and action.skill not in skills:
-        raise Rejected(f"there is no skill {action.skill!r}")
+        known = ", ".join(sorted(skills)) or "none"
+        raise Rejected(f"there is no skill {action.skill!r}; the skills are: {known}")
     if isinstance(action, FinalAnswer):
         unknown = [s for s in action.sources if s not in sources]
         if unknown:

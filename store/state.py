@@ -27,6 +27,9 @@ from store.events import (
     ProposalAccepted,
     ProposalRejected,
     Recorded,
+    SkillActivated,
+    SkillActivationFailed,
+    SkillCatalogPinned,
     TaskEscalated,
     TaskPhase,
     TaskPhaseChanged,
@@ -60,6 +63,9 @@ TASK_EVENTS = (
     ArtifactWritten,
     ArtifactDeleted,
     TestsRan,
+    SkillCatalogPinned,
+    SkillActivated,
+    SkillActivationFailed,
 )
 
 
@@ -246,6 +252,8 @@ _CHANGES = {
     NotificationsAdmitted: lambda r, e: Admission(
         e.call_index, r.seq, tuple((i.notification_id, i.coalesced) for i in e.items)
     ),
+    # A skill taken in is one of the task's completed actions, listed with its tool calls.
+    SkillActivated: lambda r, e: Action(r.seq, f"c{e.call_index}", f"skill:{e.name}", "activated"),
     JobStarted: lambda r, e: JobBegan(e.job_id, e.call_id, e.command, r.seq),
     JobFinished: lambda r, e: JobEnded(e.job_id, r.seq, e.exit_code, e.output_ref),
 }

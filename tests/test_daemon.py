@@ -58,7 +58,9 @@ def test_serve_runs_a_submitted_task_to_its_end_and_exits_cleanly_on_sigterm(age
 
 
 @contextlib.contextmanager
-def serving(agentd, tmp_path: Path, replies: list, submit: tuple[str, ...] = ()) -> Iterator[tuple[dict, str | None]]:
+def serving(
+    agentd, tmp_path: Path, replies: list, submit: tuple[str, ...] = (), extra_env: dict[str, str] | None = None
+) -> Iterator[tuple[dict, str | None]]:
     """`agentd serve` on the scripted model endpoint, with `submit` submitted first; stopped with SIGTERM
     at the end, which must exit 0. Yields the environment for CLI calls and the submitted task's id."""
     from tests.test_daemon_crash import REPO, wait_for_port
@@ -70,7 +72,7 @@ def serving(agentd, tmp_path: Path, replies: list, submit: tuple[str, ...] = ())
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
     env = {"AGENTD_DATA_DIR": str(tmp_path / "data"), "AGENTD_WORKSPACE": str(ws), "AGENTD_N_CTX": "8192",
-           "AGENTD_MODEL_URL": f"http://127.0.0.1:{model_port}"}
+           "AGENTD_MODEL_URL": f"http://127.0.0.1:{model_port}", **(extra_env or {})}
     try:
         wait_for_port(model_port)
         task_id = agentd("task", "submit", *submit, env=env).stdout.strip() if submit else None
@@ -141,6 +143,37 @@ def test_the_daemon_fires_a_schedule_and_runs_the_task_it_submits(agentd, tmp_pa
         assert done, agentd("task", "list", env=env).stdout
         listed = agentd("events", "list", "--task", done[0]["task_id"], "--type", "TaskSubmitted", "--json", env=env)
         assert json.loads(listed.stdout.splitlines()[0])["actor"] == f"schedule:{schedule_id}"
+
+
+@pytest.mark.slow
+def test_a_skill_dropped_in_while_the_daemon_runs_is_announced_and_the_next_task_can_use_it(
+    agentd, tmp_path: Path
+) -> None:
+    skills = tmp_path / "skills"
+    write_skill(skills / "alpha", "Does alpha things. Use for alpha.")
+    replies = [{"action": "call_tool", "tool": "list_files", "arguments": {"path": "missing-{n}"}, "reason": "r"}]
+    submit = ("--max-steps", "30", "Look around")
+    with serving(agentd, tmp_path, replies, submit, {"AGENTD_SKILLS_DIRS": str(skills)}) as (env, task_id):
+        assert wait_until(lambda: show(agentd, task_id, env)["actions"]), "the first task never ran"
+        write_skill(skills / "beta", "Does beta things. Use for beta.")
+        announced = wait_until(lambda: admitted(agentd, task_id, env, "skill_catalog/catalog_changed"))
+        assert announced and "added beta" in announced[0]
+
+        second = agentd("task", "submit", "--max-steps", "2", "/beta do the beta thing", env=env).stdout.strip()
+
+        def activated() -> list[dict]:
+            out = agentd("events", "list", "--task", second, "--type", "SkillActivated", "--json", env=env).stdout
+            return [json.loads(line) for line in out.splitlines()]
+
+        found = wait_until(activated)
+        assert found and found[0]["payload"]["name"] == "beta", "the new task did not take in the new skill"
+        assert found[0]["payload"]["body"] == "Follow the beta steps."
+
+
+def write_skill(folder: Path, description: str) -> None:
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(f"---\nname: {folder.name}\ndescription: {description}\n---\n"
+                                     f"Follow the {folder.name} steps.\n")
 
 
 def admitted(agentd, task_id: str, env: dict, source_kind: str) -> list[str]:

@@ -19,6 +19,7 @@ from store.events import (
     ArtifactRead,
     ArtifactWritten,
     ModelCalled,
+    SkillActivated,
     TaskPhase,
     TaskPhaseChanged,
     TaskSubmitted,
@@ -34,7 +35,7 @@ HEX = "0123456789abcdef"
 step = st.tuples(
     st.integers(0, 3),  # which task
     st.sampled_from(
-        ["phase", "model", "propose", "execute", "request", "grant", "deny", "read", "write", "delete", "tests"]
+        ["phase", "model", "propose", "execute", "request", "grant", "deny", "read", "write", "delete", "tests", "skill"]
     ),
     st.integers(0, 10_000),  # a number the event uses for its fields
     st.booleans(),  # end this append here (so batches of every size happen)
@@ -76,6 +77,9 @@ class Model:
             return ArtifactDeleted(path=PATHS[n % 3])
         if kind == "tests":
             return TestsRan(command="pytest", status=["passed", "failed", "error"][n % 3], paths=tuple(PATHS[: n % 4]))
+        if kind == "skill":
+            return SkillActivated(call_index=n % 5, name=f"skill-{n % 3}", content_hash=HEX[n % 16] * 64,
+                                  folder=f"/skills/skill-{n % 3}", body=f"Do step {n}.")
         return None
 
 

@@ -33,6 +33,7 @@ from store.events.schedule import (
     ScheduleFired,
     ScheduleRemoved,
 )
+from store.events.skill import CatalogEntry, SkillActivated, SkillActivationFailed, SkillCatalogPinned
 from store.events.task import RunInterrupted, TaskPhase, TaskPhaseChanged, TaskSubmitted
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "ArtifactDeleted",
     "ArtifactRead",
     "ArtifactWritten",
+    "CatalogEntry",
     "ContextManifest",
     "Event",
     "EvidenceItem",
@@ -64,6 +66,9 @@ __all__ = [
     "ScheduleAdded",
     "ScheduleFired",
     "ScheduleRemoved",
+    "SkillActivated",
+    "SkillActivationFailed",
+    "SkillCatalogPinned",
     "TaskEscalated",
     "TaskPhase",
     "TaskPhaseChanged",
