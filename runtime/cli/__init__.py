@@ -18,6 +18,7 @@ from runtime.cli.notifications import notifications
 from runtime.cli.replay import replay
 from runtime.cli.schedule import schedule
 from runtime.cli.serve import serve
+from runtime.cli.skills import skills
 from runtime.cli.task import task
 from store.errors import AgentdError
 
@@ -44,7 +45,7 @@ def cli(ctx: click.Context, config_file: Path | None, data_dir: Path | None) -> 
     ctx.call_on_close(app.close)
 
 
-for command in (serve, start, stop, status, task, schedule, approvals, notifications, events, replay, db, model):
+for command in (serve, start, stop, status, task, schedule, approvals, notifications, events, replay, db, model, skills):
     cli.add_command(command)
 
 
