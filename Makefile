@@ -17,10 +17,11 @@ AGENTD  := $(BIN)/agentd --config $(EXAMPLE)/agentd.toml
 .PHONY: run test bench lock install install-dev clean
 
 # Serves the worked example: a support question is submitted, the daemon runs it on the bundled model,
-# and the page shows its calls; a key rotation it proposes waits there for approval.
+# and the page shows its calls. The question starts with /api-key-runbook, so the task takes in that
+# skill's instructions first; a key rotation it proposes waits there for approval.
 run: $(VENV)/.installed
 	$(AGENTD) db upgrade
-	$(AGENTD) task submit --profile support --tenant acme "Why is my API key not working? My account is A-123."
+	$(AGENTD) task submit --profile support --tenant acme "/api-key-runbook Why is my API key not working? My account is A-123."
 	$(AGENTD) serve
 
 test: $(VENV)/.installed-dev
