@@ -33,15 +33,15 @@ import math
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from provenance import git, version  # noqa: E402
 
 import anyio  # noqa: E402
 
@@ -437,25 +437,14 @@ def describe_run(args: argparse.Namespace, model_name: str, n_ctx: int) -> dict:
         "cpus": os.cpu_count(),
         "machine": platform.platform(),
         "python": platform.python_version(),
-        "llama_cpp_python": _version("llama_cpp_python"),
-        "git_commit": _git(["rev-parse", "HEAD"]),
-        "runtime_uncommitted_changes": _git(["status", "--porcelain", "--", ":/runtime"]),
+        "llama_cpp_python": version("llama_cpp_python"),
+        "git_commit": git(["rev-parse", "HEAD"]),
+        "runtime_uncommitted_changes": git(["status", "--porcelain", "--", ":/runtime"]),
     }
 
 
-def _version(name: str) -> str | None:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
 
 
-def _git(args: list[str]) -> str | None:
-    try:
-        out = subprocess.run(["git", *args], cwd=HERE, capture_output=True, text=True, timeout=10)
-    except OSError:
-        return None
-    return out.stdout.strip() or None
 
 
 def progress(message: str) -> None:

@@ -34,11 +34,12 @@ import tempfile
 import time
 import tracemalloc
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from provenance import version  # noqa: E402
 
 import anyio  # noqa: E402
 
@@ -302,15 +303,10 @@ def describe_run(args: argparse.Namespace, model: str | None) -> dict:
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "changes": args.changes, "debounce_s": args.debounce, "drain_rounds": args.drain_rounds,
         "token_model": model, "cpus": os.cpu_count(), "machine": platform.platform(),
-        "python": platform.python_version(), "watchdog": _version("watchdog"), "anyio": _version("anyio"),
+        "python": platform.python_version(), "watchdog": version("watchdog"), "anyio": version("anyio"),
     }
 
 
-def _version(name: str) -> str | None:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def main(argv: list[str] | None = None) -> int:

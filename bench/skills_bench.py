@@ -34,17 +34,17 @@ import platform
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import textwrap
 import time
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from provenance import git, version  # noqa: E402
 
 import yaml  # noqa: E402
 
@@ -207,8 +207,8 @@ def _frontmatter(name: str, description: str, scripts: bool, rng: random.Random)
     if rng.random() < 0.6:
         lines.append(f"license: {rng.choice(('Apache-2.0', 'MIT', 'Proprietary'))}")
     if rng.random() < 0.4:
-        version = f"{rng.randint(1, 4)}.{rng.randint(0, 9)}"
-        lines += ["metadata:", f"  author: {rng.choice(COLLECTIONS)}", f'  version: "{version}"']
+        release = f"{rng.randint(1, 4)}.{rng.randint(0, 9)}"
+        lines += ["metadata:", f"  author: {rng.choice(COLLECTIONS)}", f'  version: "{release}"']
     if scripts:
         lines.append("allowed-tools: run_skill_script read_skill_file")
     return "\n".join([*lines, "---", ""])
@@ -448,26 +448,15 @@ def describe_run(args: argparse.Namespace, model: LocalModel) -> dict:
         "argv": sys.argv[1:], "skills": args.skills, "runs": args.runs, "sizes": args.sizes,
         "budget_tokens": args.budget, "seed": SEED, "token_model": model.name, "n_ctx": model.n_ctx,
         "cpus": os.cpu_count(), "machine": platform.platform(), "python": platform.python_version(),
-        "llama_cpp_python": _version("llama_cpp_python"), "pyyaml": yaml.__version__,
+        "llama_cpp_python": version("llama_cpp_python"), "pyyaml": yaml.__version__,
         "libyaml": bool(getattr(yaml, "__with_libyaml__", False)),
-        "git_commit": _git(["rev-parse", "HEAD"]),
-        "runtime_uncommitted_changes": _git(["status", "--porcelain", "--", ":/runtime"]),
+        "git_commit": git(["rev-parse", "HEAD"]),
+        "runtime_uncommitted_changes": git(["status", "--porcelain", "--", ":/runtime"]),
     }
 
 
-def _git(args: list[str]) -> str | None:
-    try:
-        out = subprocess.run(["git", *args], cwd=HERE, capture_output=True, text=True, timeout=10)
-    except OSError:
-        return None
-    return out.stdout.strip() or None
 
 
-def _version(name: str) -> str | None:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def main(argv: list[str] | None = None) -> int:

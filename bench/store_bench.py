@@ -33,16 +33,15 @@ import json
 import os
 import platform
 import sqlite3
-import subprocess
 import sys
 import tempfile
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 
 import agentd_cases
 import anchors
 import report
+from provenance import git, version
 from store.eventstore import EventStore
 from timing import SYNCHRONOUS_NAMES, Rate, RawCommits
 from workload import MIX, EventPool
@@ -245,27 +244,15 @@ def describe_run(args: argparse.Namespace) -> dict:
         "machine": platform.platform(),
         "python": platform.python_version(),
         "sqlite": sqlite3.sqlite_version,
-        "packages": {name: _version(name) for name in
+        "packages": {name: version(name) for name in
                      ("agentd", "sqlalchemy", "langgraph-checkpoint-sqlite", "langgraph-checkpoint", "eventsourcing")},
-        "git_commit": _git(["rev-parse", "HEAD"]),
-        "store_uncommitted_changes": _git(["status", "--porcelain", "--", ":/store"]),
+        "git_commit": git(["rev-parse", "HEAD"]),
+        "store_uncommitted_changes": git(["status", "--porcelain", "--", ":/store"]),
     }
 
 
-def _version(name: str) -> str | None:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
 
 
-def _git(args: list[str]) -> str | None:
-    """The benchmarked code's commit, and whether the store had uncommitted changes when it ran."""
-    try:
-        out = subprocess.run(["git", *args], cwd=HERE, capture_output=True, text=True, timeout=10)
-    except OSError:
-        return None
-    return out.stdout.strip() or None
 
 
 def main(argv: list[str] | None = None) -> int:

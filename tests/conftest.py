@@ -39,6 +39,24 @@ def db_url(data_dir: Path) -> str:
     return f"sqlite:///{data_dir / 'agentd.db'}"
 
 
+@pytest.fixture
+def store(db_url: str):
+    """A real SQLite event store in the test's data directory (test modules may define their own)."""
+    from store import EventStore
+
+    with EventStore(db_url) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def model():
+    """The bundled model, loaded once per test module, with no KV-state cache between tasks."""
+    from runtime.inference import LocalModel
+    from runtime.model_file import bundled_model_path
+
+    return LocalModel(bundled_model_path(), kv_cache_bytes=0)
+
+
 def run_agentd(*args: str, env: dict[str, str] | None = None, input: str | None = None, timeout: float = 60):
     """Run the real `agentd` command in a subprocess, as a user would."""
     return subprocess.run(

@@ -13,6 +13,7 @@ import pytest
 
 from runtime.artifacts import ArtifactStore
 from runtime.tools import ToolContext, ToolRegistry, execute
+from tests.test_tools import process_gone
 from runtime.tools.skill_files import (
     FACT_ACTIVE_SKILLS,
     ReadSkillFile,
@@ -78,20 +79,6 @@ def write_script(skill: Path, name: str, text: str, mode: int = 0o644) -> None:
     path = skill / "scripts" / name
     path.write_text(text)
     path.chmod(mode)
-
-
-def process_gone(pid: int, within: float = 3.0) -> bool:
-    """True once `pid` has exited (a zombie counts: it runs nothing)."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.05)
-    return False
 
 
 # --- read_skill_file ----------------------------------------------------------------------------------
@@ -326,7 +313,7 @@ def test_a_timeout_kills_the_script_and_what_it_started(ctx, skill, workspace) -
 
     assert (outcome.status, outcome.error) == ("timeout", "timeout")
     assert outcome.attempts == 1, "a script is not idempotent, so it is never retried"
-    assert elapsed < 0.5 + 1.0
+    assert elapsed < 20, "the script's 30 s sleep ran on past the timeout"
     assert "started" in outcome.observation["details"]["stdout_tail"]
     for name in ("sh.pid", "bg.pid"):
         pid = int((workspace / name).read_text())

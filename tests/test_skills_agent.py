@@ -13,13 +13,10 @@ from notifications import queue
 from notifications.catalog_watcher import CatalogWatcher
 from runtime.agent import Runtime, run_task
 from runtime.artifacts import ArtifactStore
-from runtime.inference import LocalModel
-from runtime.model_file import bundled_model_path
 from runtime.plugins import load
 from runtime.profiles import WORKSPACE
 from runtime.rerun import rerun_recorded
 from runtime.tools.skill_files import register_skill_tools
-from store import EventStore
 from store.events import (
     ApprovalGranted,
     ApprovalRequested,
@@ -33,17 +30,6 @@ from store.events import (
 )
 from tests.scripted import ScriptedModel
 from tests.test_agent import EVERYTHING, answer, call, events, submit
-
-
-@pytest.fixture(scope="module")
-def model() -> LocalModel:
-    return LocalModel(bundled_model_path(), kv_cache_bytes=0)
-
-
-@pytest.fixture
-def store(tmp_path: Path):
-    with EventStore(f"sqlite:///{tmp_path / 'agentd.db'}") as s:
-        yield s
 
 
 @pytest.fixture
