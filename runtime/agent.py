@@ -314,6 +314,7 @@ class _Runner:
                     tool=action.tool,
                     arguments_hash=arguments_hash(action.arguments),
                     reason=action.reason,
+                    policy_version=trusted.profile.version,
                 ),
                 ApprovalGranted(approval_id=approval_id, by=f"skill:{skill}"),
             )
@@ -327,6 +328,7 @@ class _Runner:
                 arguments_hash=arguments_hash(action.arguments),
                 reason=action.reason,
                 expires_at=(trusted.now + self.rt.approval_ttl).isoformat(),
+                policy_version=trusted.profile.version,
             )
             await self._append(
                 proposed,
@@ -402,6 +404,7 @@ class _Runner:
                     arguments_hash=arguments_hash(proposed.arguments),
                     reason=f"outcome unknown: agentd stopped while {proposed.tool} ran; run it again?",
                     expires_at=(trusted.now + self.rt.approval_ttl).isoformat(),
+                    policy_version=trusted.profile.version,
                 ),
                 TaskPhaseChanged(
                     phase=TaskPhase.AWAITING_APPROVAL, reason=f"outcome of {proposed.tool} unknown after a stop"

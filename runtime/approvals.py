@@ -1,10 +1,17 @@
-"""Deciding an approval, as a pure function of the approval's state and the clock."""
+"""Deciding an approval: pure checks of the approval's state and the clock, and the one way to record it.
+
+The CLI and the web page both decide through `decide`, so both refuse the same things the same way
+(already decided, expired, arguments that are not the ones shown) and both tell the task through
+the notification queue.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
-from store.errors import InvalidCommand
+from notifications import queue
+from store import EventStore
+from store.errors import InvalidCommand, NotFound, StoreError
 from store.events import ApprovalDenied, ApprovalGranted, Event
 from store.state import Approval
 
@@ -27,3 +34,46 @@ def check_open(approval: Approval, now: datetime) -> None:
         raise InvalidCommand(
             f"approval {approval.approval_id} expired at {approval.expires_at}; the task treats it as denied"
         )
+
+
+def decide(
+    store: EventStore,
+    approval_id: str,
+    *,
+    grant: bool,
+    by: str,
+    reason: str = "",
+    arguments_hash: str | None = None,
+    now: datetime | None = None,
+) -> tuple[str, Approval]:
+    """Record one person's decision and tell the task; returns the task id and the decided approval.
+
+    `arguments_hash` is the hash of the arguments the person was shown: a decision on anything else is
+    refused. Two people deciding at once produce one decision: the projection refuses the second
+    append, and the loser is told who decided first.
+    """
+    found = store.approval(approval_id)
+    if found is None:
+        raise NotFound(f"no approval {approval_id!r}")
+    task_id, approval = found
+    now = now or datetime.now(UTC)
+    if arguments_hash is not None and arguments_hash != approval.arguments_hash:
+        raise InvalidCommand(
+            f"approval {approval_id} is for other arguments than the ones shown; reload and decide again"
+        )
+    events = approve(approval, by=by, now=now) if grant else deny(approval, by=by, reason=reason, now=now)
+    try:
+        store.append(task_id, events, actor=by)
+    except StoreError:
+        # Someone decided between our read and our append; the projection refused the second decision.
+        _, decided_first = store.approval(approval_id)
+        check_open(decided_first, now)  # raises, naming who decided first
+        raise
+    decided = "granted" if grant else "denied"
+    queue.enqueue(store, queue.new_notification(
+        source="approval", kind=f"approval_{decided}", tasks=[task_id],
+        text=f"approval {approval_id} for {approval.tool} was {decided} by {by}"
+        + (f": {reason}" if reason and not grant else ""),
+        payload={"approval_id": approval_id, "decision": decided},
+    ), actor=by)
+    return store.approval(approval_id)

@@ -30,6 +30,7 @@ class Settings(BaseModel):
     model: Path | None = Field(None, description="GGUF file; default: the bundled SmolLM2-135M-Instruct")
     workspace: Path = Field(Path("."), description="folder a task may read and write unless it names its own")
     host: str = Field("127.0.0.1", description="address of the web page")
+    allow_remote: bool = Field(False, description="let the web page listen on an address other machines reach")
     port: int = Field(8765, ge=1, le=65535, description="port of the web page")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     plugins: tuple[Path, ...] = Field((), description="Python files that register tools and profiles")

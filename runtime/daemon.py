@@ -12,7 +12,7 @@ from typing import Iterator
 import anyio
 import uvicorn
 
-from runtime import logs
+from runtime import access, logs
 from runtime.agent import Runtime
 from runtime.config import Settings
 from runtime.schedules import ScheduleRunner
@@ -27,6 +27,11 @@ log = logs.get_logger("agentd.daemon")
 def page_address(settings: Settings) -> str:
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     return f"http://{host}:{settings.port}/"
+
+
+def login_address(settings: Settings) -> str:
+    """The address to open in a browser: it carries the page token, which the page trades for a cookie."""
+    return f"{page_address(settings)}?token={access.page_token(settings.data_dir)}"
 
 
 async def run(settings: Settings, rt: Runtime) -> None:

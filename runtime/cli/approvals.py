@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import getpass
-from datetime import UTC, datetime
 
 import click
 
 from runtime import approvals as deciding
 from runtime.cli._app import App, json_option, pass_app
 from runtime.output import echo_json, table
-from store.errors import NotFound, StoreError
-from notifications import queue
-from store.events import ApprovalGranted, ToolCallProposed
+from store.events import ToolCallProposed
 
 
 @click.group()
@@ -55,7 +52,7 @@ def _arguments(store, task_id: str, call_id: str) -> dict:
 @pass_app
 def approve(app: App, approval_id: str, by: str | None) -> None:
     """Allow the call, with exactly the arguments it was requested with."""
-    _decide(app, approval_id, lambda a, now, who: deciding.approve(a, by=who, now=now), by)
+    _decide(app, approval_id, grant=True, by=by)
     click.echo(f"{approval_id} approved")
 
 
@@ -66,28 +63,9 @@ def approve(app: App, approval_id: str, by: str | None) -> None:
 @pass_app
 def deny(app: App, approval_id: str, reason: str, by: str | None) -> None:
     """Refuse the call; the agent hears the reason."""
-    _decide(app, approval_id, lambda a, now, who: deciding.deny(a, by=who, reason=reason, now=now), by)
+    _decide(app, approval_id, grant=False, by=by, reason=reason)
     click.echo(f"{approval_id} denied")
 
 
-def _decide(app: App, approval_id: str, decide, by: str | None) -> None:
-    store = app.store()
-    found = store.approval(approval_id)
-    if found is None:
-        raise NotFound(f"no approval {approval_id!r}")
-    task_id, approval = found
-    who = by or getpass.getuser()
-    events = decide(approval, datetime.now(UTC), who)
-    try:
-        store.append(task_id, events, actor=who)
-        decided = "granted" if isinstance(events[0], ApprovalGranted) else "denied"
-        queue.enqueue(store, queue.new_notification(
-            source="approval", kind=f"approval_{decided}", tasks=[task_id],
-            text=f"approval {approval_id} for {approval.tool} was {decided} by {who}",
-            payload={"approval_id": approval_id, "decision": decided},
-        ), actor=who)
-    except StoreError:
-        # Someone decided between our read and our append; the projection refused the second decision.
-        _, now_decided = store.approval(approval_id)
-        deciding.check_open(now_decided, datetime.now(UTC))  # raises, naming who decided first
-        raise
+def _decide(app: App, approval_id: str, *, grant: bool, by: str | None, reason: str = "") -> None:
+    deciding.decide(app.store(), approval_id, grant=grant, by=by or getpass.getuser(), reason=reason)

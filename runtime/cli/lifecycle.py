@@ -57,7 +57,7 @@ def start(app: App, model: Path | None, workspace: Path | None, host: str | None
             raise AgentdError(f"agentd exited while starting (code {child.returncode}): {_last_line(out)}")
         if holder_pid(settings.data_dir) == child.pid and _health(page) is not None:
             click.echo(f"agentd started (pid {child.pid}), serving {settings.data_dir.resolve()}\n"
-                       f"  web page: {page}\n  output:   {out}")
+                       f"  web page: {daemon.login_address(settings)}\n  output:   {out}")
             return
         time.sleep(0.2)
     raise AgentdError(f"agentd (pid {child.pid}) did not answer at {page} within {START_TIMEOUT_S} s; see {out}")

@@ -7,7 +7,7 @@ from pathlib import Path
 import anyio
 import click
 
-from runtime import daemon, logs
+from runtime import access, daemon, logs
 from runtime.cli._app import App, pass_app
 from runtime.host import open_runtime
 from runtime.instance import InstanceLock
@@ -22,6 +22,7 @@ from runtime.instance import InstanceLock
 def serve(app: App, model: Path | None, workspace: Path | None, host: str | None, port: int | None) -> None:
     """Run agentd in the foreground until Ctrl-C or SIGTERM."""
     settings = app.settings(model=model, workspace=workspace, host=host, port=port)
+    access.check_binding(settings.host, settings.allow_remote)
     with InstanceLock(settings.data_dir) as lock:
         lock.announce(daemon.page_address(settings))
         store = app.store()
@@ -34,7 +35,7 @@ def serve(app: App, model: Path | None, workspace: Path | None, host: str | None
             f"  profiles:  {', '.join(sorted(rt.profiles))}\n"
             f"  workspace: {settings.workspace.resolve()}\n"
             f"  database:  {settings.url}\n"
-            f"  web page:  {daemon.page_address(settings)}\n"
+            f"  web page:  {daemon.login_address(settings)}\n"
             "Press Ctrl-C to stop."
         )
         try:

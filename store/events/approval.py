@@ -12,6 +12,8 @@ class ApprovalRequested(Event):
     arguments_hash: str
     reason: str = ""
     expires_at: str | None = None
+    # The version of the profile (policy, tools) the request was made under; None in older logs.
+    policy_version: str | None = None
 
 
 class ApprovalGranted(Event):
