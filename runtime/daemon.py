@@ -49,7 +49,11 @@ async def run(settings: Settings, rt: Runtime) -> None:
         }
 
     config = uvicorn.Config(
-        create_app(store, rt.model.name, status),
+        create_app(
+            store, rt.model.name, status, token=access.page_token(settings.data_dir), tools=rt.tools,
+            # `server` is bound below, before the page can take its first request.
+            stopping=lambda: server.should_exit,
+        ),
         host=settings.host,
         port=settings.port,
         # Our own logging already routes uvicorn's loggers; its default config would bypass redaction.

@@ -1,39 +1,298 @@
-"""The daemon's web page: an ASGI app showing what agentd holds (approvals join it later)."""
+"""The daemon's web page: approvals, tasks and the log behind the page token, kept live by a change stream."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import urllib.parse
+from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 
 from anyio import to_thread
 from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
+from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
+from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from runtime import access, live, page_views
+from runtime import approvals as deciding
+from runtime.tools import ToolRegistry
 from store import EventStore
+from store.errors import InvalidCommand, NotFound
+from store.events import event_types
 
-TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
-# Everything shown may come from a model or a user; nothing on the page needs script or outside content.
-CSP = "default-src 'none'; style-src 'self' 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
+HERE = Path(__file__).parent
+TEMPLATES = Jinja2Templates(directory=str(HERE / "templates"))
+TEMPLATES.env.filters.update(utc=page_views.utc, ago=page_views.ago)
+
+# Arguments, reasons and tool output come from a model: the page runs its own script and stylesheet
+# and nothing else, so text that slipped past escaping still could not run or load anything.
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+FORM = "application/x-www-form-urlencoded"
+MAX_FORM_BYTES = 16 * 1024
+LOCKED = (
+    "This page needs the address agentd printed when it started, the one ending in ?token=. "
+    "Open that address once in this browser."
+)
+
+Handler = Callable[[Request], Awaitable[Response]]
 
 
-def create_app(store: EventStore, model_name: str, status: Callable[[], dict] | None = None) -> Starlette:
-    async def index(request: Request):
-        # Store reads are blocking SQL; keep them off the event loop that serves everyone else.
-        tasks = await to_thread.run_sync(store.tasks)
-        last_seq = await to_thread.run_sync(store.last_seq)
-        response = TEMPLATES.TemplateResponse(
-            request, "tasks.html", {"tasks": tasks[::-1], "model": model_name, "last_seq": last_seq}
-        )
-        response.headers["Content-Security-Policy"] = CSP
-        return response
+def create_app(
+    store: EventStore,
+    model_name: str,
+    status: Callable[[], dict] | None = None,
+    *,
+    token: str,
+    tools: ToolRegistry | None = None,
+    stopping: Callable[[], bool] = lambda: False,
+) -> Starlette:
+    """The page's ASGI app. `stopping` is polled by open change streams so a server shutdown ends them."""
+    page = _Page(store, model_name, token, tools, stopping)
 
-    async def healthz(request: Request):
+    async def healthz(request: Request) -> Response:
         body = {"status": "ok", "last_seq": await to_thread.run_sync(store.last_seq), "model": model_name}
         if status is not None:
             body.update(status())
         return JSONResponse(body)
 
-    return Starlette(routes=[Route("/", index), Route("/healthz", healthz)])
+    guarded = page.guarded
+    app = Starlette(
+        routes=[
+            Route("/", guarded(page.approvals)),
+            Route("/approvals", guarded(page.approvals)),
+            Route("/approvals/{approval_id}", guarded(page.decide), methods=["POST"]),
+            Route("/tasks", guarded(page.tasks)),
+            Route("/tasks/{task_id}", guarded(page.task)),
+            Route("/tasks/{task_id}/calls/{call_index:int}", guarded(page.manifest)),
+            Route("/events", guarded(page.events)),
+            Route("/stream", guarded(page.stream)),
+            Route("/healthz", healthz),
+            # Browsers ask for it on every page; an empty answer keeps their consoles free of 404s.
+            Route("/favicon.ico", lambda request: Response(status_code=204)),
+            Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+        ],
+        middleware=[Middleware(_SecurityHeaders)],
+    )
+    app.state.open_streams = 0
+    return app
+
+
+class _Page:
+    """The page's handlers, sharing the store, the page token, the tool registry and the shutdown flag."""
+
+    def __init__(
+        self, store: EventStore, model_name: str, token: str, tools: ToolRegistry | None, stopping: Callable[[], bool]
+    ) -> None:
+        self.store = store
+        self.model_name = model_name
+        self.token = token
+        self.tools = tools
+        self.stopping = stopping
+
+    # -- access ----------------------------------------------------------------------------------
+
+    def guarded(self, handler: Handler) -> Handler:
+        """Nothing past this without the session cookie; `?token=` on a GET trades the token for one."""
+
+        async def endpoint(request: Request) -> Response:
+            if request.method in ("GET", "HEAD") and "token" in request.query_params:
+                return self._login(request)
+            if not self._valid_session(request.cookies.get(access.SESSION_COOKIE)):
+                return self._plain(request, 401, "Open the address agentd printed", LOCKED)
+            return await handler(request)
+
+        return endpoint
+
+    def _login(self, request: Request) -> Response:
+        if not access.valid_token(self.token, request.query_params.get("token")):
+            return self._plain(request, 401, "Wrong token", "That token is not this agentd's. " + LOCKED)
+        rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+        # One leading slash, so "//host/?token=" cannot turn the redirect into a link to another site.
+        target = "/" + request.url.path.lstrip("/") + ("?" + urllib.parse.urlencode(rest) if rest else "")
+        response = RedirectResponse(target, status_code=303)
+        session = request.cookies.get(access.SESSION_COOKIE)
+        # A browser that already holds a session keeps it: its other tabs' forms stay valid.
+        if not self._valid_session(session):
+            session = access.new_session(self.token)
+        response.set_cookie(access.SESSION_COOKIE, session, httponly=True, samesite="strict", path="/")
+        return response
+
+    def _valid_session(self, cookie: str | None) -> bool:
+        # hmac.compare_digest refuses non-ASCII str; such a cookie is simply not ours.
+        return bool(cookie) and cookie.isascii() and access.valid_session(self.token, cookie)
+
+    def _plain(self, request: Request, status: int, title: str, message: str) -> Response:
+        """A page with no data on it: no navigation, no pending count, no script."""
+        context = {"title": title, "message": message, "nav": None}
+        return TEMPLATES.TemplateResponse(request, "problem.html", context, status_code=status)
+
+    # -- rendering -------------------------------------------------------------------------------
+
+    def _render(
+        self, request: Request, name: str, context: dict, here: str, status: int = 200, live: bool = True
+    ) -> Response:
+        nav = {"here": here, "pending": context["pending"], "model": self.model_name, "live": live}
+        context = {**context, "nav": nav}
+        return TEMPLATES.TemplateResponse(request, name, context, status_code=status)
+
+    async def _problem(
+        self, request: Request, status: int, title: str, message: str, back: str = "/approvals"
+    ) -> Response:
+        context = await to_thread.run_sync(self._frame)
+        context.update(title=title, message=message, back=back)
+        # Not live: a refresh would fetch the address the form posted to, which has no page.
+        return self._render(request, "problem.html", context, here="", status=status, live=False)
+
+    def _frame(self) -> dict:
+        with self.store.reading() as conn:
+            return page_views.frame(conn)
+
+    def _csrf(self, request: Request) -> str:
+        return access.csrf_token(self.token, request.cookies[access.SESSION_COOKIE])
+
+    # -- pages -----------------------------------------------------------------------------------
+
+    async def approvals(self, request: Request) -> Response:
+        done = request.query_params.get("done")
+        context = await to_thread.run_sync(page_views.approvals_page, self.store, self.tools, done)
+        context["csrf"] = self._csrf(request)
+        return self._render(request, "approvals.html", context, here="approvals")
+
+    async def decide(self, request: Request) -> Response:
+        approval_id = request.path_params["approval_id"]
+        session = request.cookies[access.SESSION_COOKIE]
+        if request.headers.get("content-type", "").split(";")[0].strip().lower() != FORM:
+            return await self._problem(request, 415, "Not a form", "The decision must come from the page's form.")
+        form = await _form(request)
+        if form is None:
+            return await self._problem(request, 400, "Bad form", "The form could not be read.")
+        offered = form.get(access.CSRF_FIELD, "")
+        if not (offered.isascii() and access.valid_csrf(self.token, session, offered)):
+            return await self._problem(
+                request, 403, "Form not from this page",
+                "The form did not carry this session's check value; nothing was decided. "
+                "Reload the page and decide again.",
+            )
+        decision, shown = form.get("decision"), form.get("arguments_hash")
+        if decision not in ("approve", "deny") or not shown:
+            message = "The form must say approve or deny, for the arguments shown."
+            return await self._problem(request, 400, "Bad form", message)
+        decide = partial(
+            deciding.decide, self.store, approval_id, grant=decision == "approve",
+            # No user accounts: the session's nonce tells two browsers apart in the log.
+            by=f"web:{session.split('.', 1)[0][:8]}", reason=form.get("reason", "").strip(), arguments_hash=shown,
+        )
+        try:
+            await to_thread.run_sync(decide)
+        except NotFound as e:
+            return await self._problem(request, 404, "No such approval", str(e))
+        except InvalidCommand as e:
+            return await self._problem(request, 409, "Not decided", str(e))
+        return RedirectResponse(f"/approvals?done={urllib.parse.quote(approval_id)}", status_code=303)
+
+    async def tasks(self, request: Request) -> Response:
+        context = await to_thread.run_sync(page_views.tasks_page, self.store)
+        return self._render(request, "tasks.html", context, here="tasks")
+
+    async def task(self, request: Request) -> Response:
+        task_id = request.path_params["task_id"]
+        context = await to_thread.run_sync(page_views.task_page, self.store, task_id)
+        if context is None:
+            return await self._problem(request, 404, "No such task", f"There is no task {task_id!r}.", back="/tasks")
+        return self._render(request, "task.html", context, here="tasks")
+
+    async def manifest(self, request: Request) -> Response:
+        task_id, index = request.path_params["task_id"], request.path_params["call_index"]
+        try:
+            attempt = _positive(request.query_params.get("attempt"))
+        except ValueError:
+            return await self._problem(request, 400, "Bad attempt", "attempt must be a positive number.", back="/tasks")
+        context = await to_thread.run_sync(page_views.manifest_page, self.store, task_id, index, attempt)
+        if context is None:
+            message = f"Task {task_id!r} recorded no context manifest for call {index}" + (
+                f", attempt {attempt}." if attempt else "."
+            )
+            return await self._problem(request, 404, "No such manifest", message, back=f"/tasks/{task_id}")
+        return self._render(request, "manifest.html", context, here="tasks")
+
+    async def events(self, request: Request) -> Response:
+        q = request.query_params
+        try:
+            before, limit = _positive(q.get("before")), _positive(q.get("limit"))
+        except ValueError:
+            message = "before and limit must be positive numbers."
+            return await self._problem(request, 400, "Bad page", message, back="/events")
+        limit = min(limit or 50, page_views.EVENTS_LIMIT_MAX)
+        task, type_ = q.get("task", "").strip(), q.get("type", "").strip()
+        context = await to_thread.run_sync(
+            partial(page_views.events_page, self.store, task=task, type_=type_, before=before, limit=limit)
+        )
+        context.update(task=task, type=type_, limit=limit, before=before, types=event_types())
+        return self._render(request, "events.html", context, here="events")
+
+    # -- live updates ----------------------------------------------------------------------------
+
+    async def stream(self, request: Request) -> Response:
+        headers = {"X-Accel-Buffering": "no"}
+        stream = live.changes(self.store, request.app.state, self.stopping)
+        return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
+
+
+async def _form(request: Request) -> dict[str, str] | None:
+    """The form's fields (first value of each), or None if the body is too large or malformed."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            return None
+    try:
+        fields = urllib.parse.parse_qs(body.decode(), keep_blank_values=True, max_num_fields=20)
+    except ValueError:  # UnicodeDecodeError is one too
+        return None
+    return {k: v[0] for k, v in fields.items()}
+
+
+def _positive(value: str | None) -> int | None:
+    """A query parameter that must be a positive number when given; ValueError otherwise."""
+    if not value:
+        return None
+    if not value.isdigit() or int(value) == 0:
+        raise ValueError(value)
+    return int(value)
+
+
+class _SecurityHeaders:
+    """Every response gets the security headers; every one but the static files also `no-store`."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        static = scope["path"].startswith("/static/")
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in HEADERS.items():
+                    headers[name] = value
+                if not static:
+                    headers["Cache-Control"] = "no-store"
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

@@ -1,0 +1,302 @@
+"""What the web page shows, shaped from one read snapshot of the store: approvals, tasks, manifests, the log."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, func, select
+
+from runtime import timeline
+from runtime.agent import arguments_hash
+from runtime.tools import ToolRegistry
+from store import EventStore, log, projections
+from store.events import (
+    NOTIFICATIONS_STREAM,
+    SCHEDULES_STREAM,
+    ApprovalRequested,
+    ModelCalled,
+    ToolCallProposed,
+)
+from store.state import Approval, TaskSummary
+from store.tables import ApprovalRow, EventRow, TaskRow
+
+approvals_t = ApprovalRow.__table__
+events_t = EventRow.__table__
+tasks_t = TaskRow.__table__
+
+TASKS_SHOWN = 500
+RECENT_DECISIONS = 10
+PAYLOAD_CHARS = 2_000
+EVENTS_LIMIT_MAX = 500
+SYSTEM_STREAMS = frozenset({NOTIFICATIONS_STREAM, SCHEDULES_STREAM})
+
+
+# -- formatting shared by every page -------------------------------------------------------------
+
+
+def parse_time(iso: str) -> datetime:
+    moment = datetime.fromisoformat(iso)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def utc(iso: str | None) -> str:
+    """A stored timestamp as a person reads it: to the second, in UTC."""
+    if not iso:
+        return ""
+    return parse_time(iso).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def span(seconds: float) -> str:
+    seconds = abs(seconds)
+    if seconds < 60:
+        return f"{int(seconds)} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
+    return f"{int(seconds // 86400)} d"
+
+
+def ago(iso: str | None, now: datetime | None = None) -> str:
+    if not iso:
+        return ""
+    seconds = ((now or datetime.now(UTC)) - parse_time(iso)).total_seconds()
+    return "just now" if seconds < 5 else f"{span(seconds)} ago"
+
+
+def pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def cut(text: str, limit: int) -> tuple[str, str | None]:
+    """The text, or its start and a note saying how much was left out: pages stay small whatever a tool said."""
+    if len(text) <= limit:
+        return text, None
+    return text[:limit], f"cut: the first {limit:,} of {len(text):,} characters shown"
+
+
+def frame(conn: Connection) -> dict[str, Any]:
+    """What every page carries: the pending count for the navigation and the snapshot's last seq."""
+    pending = conn.execute(
+        select(func.count()).select_from(approvals_t).where(approvals_t.c.status == "pending")
+    ).scalar_one()
+    return {"pending": pending, "last_seq": log.last_seq(conn)}
+
+
+# -- approvals -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Contract:
+    effects: str
+    idempotent: bool
+    scope: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Pending:
+    approval: Approval
+    task_id: str
+    goal: str
+    arguments: str
+    shown_hash: str
+    model_reason: str
+    contract: Contract | None
+    policy_version: str | None
+    requested_at: str
+    expires_at: str | None
+    expires_in: str | None
+    expired: bool
+    call_index: int | None
+
+
+@dataclass(frozen=True)
+class Decided:
+    approval_id: str
+    task_id: str
+    tool: str
+    status: str
+    by: str
+    reason: str
+    at: str
+
+
+def approvals_page(store: EventStore, tools: ToolRegistry | None, done: str | None = None) -> dict[str, Any]:
+    now = datetime.now(UTC)
+    with store.reading() as conn:
+        pending = [
+            _pending(conn, task_id, a, tools, now) for task_id, a in projections.list_approvals(conn, "pending")
+        ]
+        flash = None
+        if done:
+            found = projections.load_approval(conn, done)
+            if found is not None and found[1].status != "pending":
+                a = found[1]
+                flash = f"{a.approval_id} ({a.tool}) was {a.status} by {a.decided_by}."
+        return {**frame(conn), "approvals": pending, "decided": _recently_decided(conn), "flash": flash}
+
+
+def _pending(conn: Connection, task_id: str, a: Approval, tools: ToolRegistry | None, now: datetime) -> Pending:
+    proposed: ToolCallProposed | None = None
+    requested: ApprovalRequested | None = None
+    requested_at = ""
+    for rec in log.iter_records(conn, stream_id=task_id, types=("ToolCallProposed", "ApprovalRequested")):
+        e = rec.event
+        if isinstance(e, ToolCallProposed) and e.call_id == a.call_id and rec.seq < a.requested_seq:
+            proposed = e
+        elif isinstance(e, ApprovalRequested) and e.approval_id == a.approval_id:
+            requested, requested_at = e, rec.recorded_at
+    summary = projections.load_summary(conn, task_id)
+    arguments = proposed.arguments if proposed is not None else {}
+    expires = parse_time(a.expires_at) if a.expires_at else None
+    return Pending(
+        approval=a,
+        task_id=task_id,
+        goal=summary.goal if summary else "",
+        arguments=pretty(arguments),
+        # The hash of what this page shows, not of what the approval says: if they ever differ,
+        # the decision is refused rather than applied to arguments nobody saw.
+        shown_hash=arguments_hash(arguments),
+        model_reason=proposed.reason if proposed is not None else "",
+        contract=_contract(tools, a.tool),
+        policy_version=requested.policy_version if requested is not None else None,
+        requested_at=requested_at,
+        expires_at=a.expires_at,
+        expires_in=None if expires is None else span((expires - now).total_seconds()),
+        expired=expires is not None and expires <= now,
+        call_index=call_index(a.call_id),
+    )
+
+
+def _contract(tools: ToolRegistry | None, name: str) -> Contract | None:
+    if tools is None or name not in tools:
+        return None
+    c = tools.get(name).contract
+    return Contract(
+        effects=", ".join(e.value for e in c.effects) or "none (it only computes)",
+        idempotent=c.idempotent,
+        scope=c.scope,
+        description=c.description,
+    )
+
+
+def call_index(call_id: str) -> int | None:
+    """The decision that proposed a call: call ids are "c" and the call index."""
+    digits = call_id[1:] if call_id.startswith("c") else ""
+    return int(digits) if digits.isdigit() else None
+
+
+def _recently_decided(conn: Connection) -> list[Decided]:
+    rows = conn.execute(
+        select(
+            approvals_t.c.approval_id, approvals_t.c.task_id, approvals_t.c.tool, approvals_t.c.status,
+            approvals_t.c.decided_by, approvals_t.c.decision_reason, events_t.c.recorded_at,
+        )
+        .join(events_t, events_t.c.seq == approvals_t.c.decided_seq)
+        .where(approvals_t.c.decided_seq.is_not(None))
+        .order_by(approvals_t.c.decided_seq.desc())
+        .limit(RECENT_DECISIONS)
+    )
+    return [Decided(r[0], r[1], r[2], r[3], r[4] or "", r[5] or "", r[6]) for r in rows]
+
+
+# -- tasks ---------------------------------------------------------------------------------------
+
+
+def tasks_page(store: EventStore) -> dict[str, Any]:
+    fields = [tasks_t.c[n] for n in projections.SUMMARY_FIELDS]
+    with store.reading() as conn:
+        rows = conn.execute(
+            select(*fields).order_by(tasks_t.c.submitted_at.desc(), tasks_t.c.task_id.desc()).limit(TASKS_SHOWN + 1)
+        ).all()
+        summaries = [TaskSummary(*r) for r in rows[:TASKS_SHOWN]]
+        return {**frame(conn), "tasks": summaries, "more": len(rows) > TASKS_SHOWN, "shown": TASKS_SHOWN}
+
+
+@dataclass(frozen=True)
+class CallRow:
+    call_index: int
+    attempt: int
+    decision: str
+    prompt_tokens: int
+    cached_tokens: int | None
+    completion_tokens: int
+    buckets: Any
+
+
+def task_page(store: EventStore, task_id: str) -> dict[str, Any] | None:
+    with store.reading() as conn:
+        state = projections.load_task(conn, task_id)
+        if state is None:
+            return None
+        records = list(log.iter_records(conn, stream_id=task_id))
+        context = frame(conn)
+    calls = [
+        CallRow(e.call_index, e.attempt, e.decision, e.prompt_tokens, e.cached_tokens, e.completion_tokens,
+                e.manifest.buckets if e.manifest else None)
+        for e in (r.event for r in records)
+        if isinstance(e, ModelCalled)
+    ]
+    return {**context, "state": state, "s": state.summary, "entries": timeline.entries(records), "calls": calls}
+
+
+def manifest_page(store: EventStore, task_id: str, index: int, attempt: int | None) -> dict[str, Any] | None:
+    with store.reading() as conn:
+        if projections.load_summary(conn, task_id) is None:
+            return None
+        calls = [
+            r.event for r in log.iter_records(conn, stream_id=task_id, types=("ModelCalled",))
+            if r.event.call_index == index
+        ]
+        context = frame(conn)
+    attempts = sorted({c.attempt for c in calls})
+    chosen = [c for c in calls if c.attempt == (attempt if attempt is not None else (attempts or [0])[-1])]
+    if not chosen or chosen[-1].manifest is None:
+        return None
+    call = chosen[-1]
+    return {**context, "task_id": task_id, "call": call, "m": call.manifest, "attempts": attempts}
+
+
+# -- the log -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogRow:
+    seq: int
+    recorded_at: str
+    stream_id: str
+    is_task: bool
+    type: str
+    actor: str
+    payload: str
+    note: str | None
+
+
+def events_page(
+    store: EventStore, *, task: str | None, type_: str | None, before: int | None, limit: int
+) -> dict[str, Any]:
+    """One page of the log, newest first; SQL does the limit, so a page costs the same at any log size."""
+    with store.reading() as conn:
+        raws = list(
+            log.iter_raw(
+                conn, stream_id=task or None, types=(type_,) if type_ else (),
+                until=before - 1 if before else None, limit=limit + 1, descending=True,
+            )
+        )
+        context = frame(conn)
+    rows = [_log_row(r) for r in raws[:limit]]
+    older = rows[-1].seq if len(raws) > limit else None
+    return {**context, "rows": rows, "older": older}
+
+
+def _log_row(r: log.RawEvent) -> LogRow:
+    try:
+        text = pretty(json.loads(r.payload))
+    except ValueError:
+        text = r.payload
+    payload, note = cut(text, PAYLOAD_CHARS)
+    return LogRow(r.seq, r.recorded_at, r.stream_id, r.stream_id not in SYSTEM_STREAMS, r.type, r.actor, payload, note)
