@@ -14,7 +14,7 @@ export CMAKE_ARGS := $(LLAMA_CMAKE_ARGS)
 EXAMPLE := examples/support_agent
 AGENTD  := $(BIN)/agentd --config $(EXAMPLE)/agentd.toml
 
-.PHONY: run test bench lock install install-dev clean
+.PHONY: run test bench lock install install-dev clean chromium
 
 # Serves the worked example: a support question is submitted, the daemon runs it on the bundled model,
 # and the page shows its calls. The question starts with /api-key-runbook, so the task takes in that
@@ -24,8 +24,16 @@ run: $(VENV)/.installed
 	$(AGENTD) task submit --profile support --tenant acme "/api-key-runbook Why is my API key not working? My account is A-123."
 	$(AGENTD) serve
 
-test: $(VENV)/.installed-dev
+test: $(VENV)/.installed-dev chromium
 	$(BIN)/python -m pytest
+
+# The page's browser tests drive Debian's chromium: the browser a test tool downloads for itself does
+# not install on these machines. Nothing to do when it is there already; apt needs root, hence sudo.
+SUDO = $$(test "$$(id -u)" = 0 || echo sudo)
+chromium:
+	@if [ ! -e /usr/bin/chromium ]; then \
+	  $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends chromium; \
+	fi
 
 # The store against its anchors (minutes), then the agent loop's prefix reuse (about 30 minutes).
 bench: $(VENV)/.installed-bench
