@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import os
 import platform
@@ -41,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from provenance import git, version  # noqa: E402
+from provenance import git, save, version  # noqa: E402
 
 import anyio  # noqa: E402
 
@@ -457,10 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {case.key: run_case(case, args) for case in cases(args)}
     meta = describe_run(args, args.model.name, results["one"]["n_ctx"])
     print(render(meta, results))
-    out = Path(args.json)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"meta": meta, "results": results}, indent=2) + "\n")
-    print(f"\nresults written to {out}")
+    save(args.json, meta, results)
     return 0
 
 

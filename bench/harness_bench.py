@@ -39,7 +39,7 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from provenance import version  # noqa: E402
+from provenance import save, version  # noqa: E402
 
 import anyio  # noqa: E402
 
@@ -327,10 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         results["drain"].append(drain_case(pending, paths, args.drain_rounds, count))
     meta = describe_run(args, model)
     print(render(results))
-    out = Path(args.json)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"meta": meta, "results": results}, indent=2) + "\n")
-    print(f"\nresults written to {out}")
+    save(args.json, meta, results)
     return 0
 
 

@@ -43,7 +43,7 @@ from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from provenance import git, version  # noqa: E402
+from provenance import git, save, version  # noqa: E402
 
 import httpx  # noqa: E402
 
@@ -649,10 +649,7 @@ def main(argv: list[str] | None = None) -> int:
                 progress(f"load: filling a log of {size:,} events")
                 results["load"].append(page_load(folder, model_url, size, args.rounds, args.seed))
     print(render(results))
-    out = Path(args.json)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"meta": meta, "results": results}, indent=2) + "\n")
-    print(f"\nresults written to {out}")
+    save(args.json, meta, results)
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from importlib import metadata
 from pathlib import Path
@@ -23,3 +24,11 @@ def git(args: list[str]) -> str | None:
     except OSError:
         return None
     return out.stdout.strip() or None
+
+
+def save(path: str | Path, meta: dict, results: dict) -> None:
+    """Write a run's figures with what it ran on, and say where."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"meta": meta, "results": results}, indent=2) + "\n")
+    print(f"\nresults written to {out}")

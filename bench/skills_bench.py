@@ -44,7 +44,7 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from provenance import git, version  # noqa: E402
+from provenance import git, save, version  # noqa: E402
 
 import yaml  # noqa: E402
 
@@ -481,10 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = describe_run(args, model)
     model.close()
     print(render(meta, results))
-    out = Path(args.json)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"meta": meta, "results": results}, indent=2) + "\n")
-    print(f"\nresults written to {out}")
+    save(args.json, meta, results)
     return 0
 
 

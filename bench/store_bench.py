@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import platform
 import sqlite3
@@ -41,7 +40,7 @@ from pathlib import Path
 import agentd_cases
 import anchors
 import report
-from provenance import git, version
+from provenance import git, save, version
 from store.eventstore import EventStore
 from timing import SYNCHRONOUS_NAMES, Rate, RawCommits
 from workload import MIX, EventPool
@@ -261,10 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     pool = EventPool()
     results = {str(n): run_size(n, pool, args) for n in args.sizes}
     print(report.render(meta, results))
-    out = Path(args.json)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"meta": meta, "results": results}, indent=2) + "\n")
-    print(f"\nresults written to {out}")
+    save(args.json, meta, results)
     return 0
 
 
