@@ -53,6 +53,7 @@ async def run(settings: Settings, rt: Runtime) -> None:
             store, rt.model.name, status, token=access.page_token(settings.data_dir), tools=rt.tools,
             # `server` is bound below, before the page can take its first request.
             stopping=lambda: server.should_exit,
+            decided=scheduler.wake,
         ),
         host=settings.host,
         port=settings.port,

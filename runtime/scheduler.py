@@ -27,14 +27,24 @@ class Scheduler:
         self.running: set[str] = set()
         # The version each parked task had when its runner stopped; it runs again once that changes.
         self._parked: dict[str, int] = {}
+        self._wake: anyio.Event | None = None
 
     async def run(self) -> None:
+        self._wake = anyio.Event()
         async with anyio.create_task_group() as tg:
             while True:
                 for task_id in await to_thread.run_sync(self._runnable):
                     self.running.add(task_id)
                     tg.start_soon(self._drive, task_id)
-                await anyio.sleep(self.poll_seconds)
+                with anyio.move_on_after(self.poll_seconds):
+                    await self._wake.wait()
+                self._wake = anyio.Event()
+
+    def wake(self) -> None:
+        """Look for runnable tasks now rather than at the next poll: a decision made in this process
+        (on the page) resumes its task at once. Call from the event loop's thread."""
+        if self._wake is not None:
+            self._wake.set()
 
     def _record_interruption(self, task_id: str) -> None:
         summary = self.rt.store.task(task_id)

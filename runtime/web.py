@@ -58,9 +58,11 @@ def create_app(
     token: str,
     tools: ToolRegistry | None = None,
     stopping: Callable[[], bool] = lambda: False,
+    decided: Callable[[], None] = lambda: None,
 ) -> Starlette:
-    """The page's ASGI app. `stopping` is polled by open change streams so a server shutdown ends them."""
-    page = _Page(store, model_name, token, tools, stopping)
+    """The page's ASGI app. `stopping` is polled by open change streams so a server shutdown ends them;
+    `decided` is called after each decision recorded here (the daemon wakes its scheduler with it)."""
+    page = _Page(store, model_name, token, tools, stopping, decided)
 
     async def healthz(request: Request) -> Response:
         body = {"status": "ok", "last_seq": await to_thread.run_sync(store.last_seq), "model": model_name}
@@ -94,13 +96,20 @@ class _Page:
     """The page's handlers, sharing the store, the page token, the tool registry and the shutdown flag."""
 
     def __init__(
-        self, store: EventStore, model_name: str, token: str, tools: ToolRegistry | None, stopping: Callable[[], bool]
+        self,
+        store: EventStore,
+        model_name: str,
+        token: str,
+        tools: ToolRegistry | None,
+        stopping: Callable[[], bool],
+        decided: Callable[[], None],
     ) -> None:
         self.store = store
         self.model_name = model_name
         self.token = token
         self.tools = tools
         self.stopping = stopping
+        self.decided = decided
 
     # -- access ----------------------------------------------------------------------------------
 
@@ -201,6 +210,7 @@ class _Page:
             return await self._problem(request, 404, "No such approval", str(e))
         except InvalidCommand as e:
             return await self._problem(request, 409, "Not decided", str(e))
+        self.decided()
         return RedirectResponse(f"/approvals?done={urllib.parse.quote(approval_id)}", status_code=303)
 
     async def tasks(self, request: Request) -> Response:

@@ -295,6 +295,18 @@ def test_a_decision_that_is_not_a_form_post_is_refused(app, store, token, waitin
     assert decisions(store, task_id) == []
 
 
+def test_a_decision_made_on_the_page_wakes_the_scheduler_and_a_refused_one_does_not(
+    store, token, waiting
+) -> None:
+    _, approval_id = waiting
+    woken: list[bool] = []
+    client = login(create_app(store, "test-model", token=token, decided=lambda: woken.append(True)), token)
+    assert decide(client, approval_id, "approve", arguments_hash="0" * 64).status_code == 409
+    assert woken == []
+    assert decide(client, approval_id, "approve").status_code == 303
+    assert woken == [True]
+
+
 def test_approving_records_the_grant_by_the_web_session_and_tells_the_task(app, store, token, waiting) -> None:
     task_id, approval_id = waiting
     client = login(app, token)
