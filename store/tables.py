@@ -85,11 +85,12 @@ class ApprovalRow(SQLModel, table=True):
     call_id: str = Field(max_length=64)
     tool: str = Field(max_length=100)
     arguments_hash: str = Field(max_length=64)
-    status: str = Field(max_length=16)
+    # Indexed: every page counts the pending approvals, and lists the latest decisions.
+    status: str = Field(max_length=16, index=True)
     reason: str = Field(sa_column=Column(Text, nullable=False))
     expires_at: str | None = Field(default=None, max_length=32)
     requested_seq: int = Field(sa_column=Column(BigInteger, nullable=False))
-    decided_seq: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    decided_seq: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True, index=True))
     decided_by: str | None = Field(default=None, max_length=200)
     decision_reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
