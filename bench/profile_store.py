@@ -35,12 +35,12 @@ class WriterProfiler:
         self.active = False
         original = writer.Writer._commit
 
-        def profiled_commit(writer_self, conn, batch):
+        def profiled_commit(writer_self, batch):
             if not self.active:
-                return original(writer_self, conn, batch)
+                return original(writer_self, batch)
             self.profile.enable()
             try:
-                return original(writer_self, conn, batch)
+                return original(writer_self, batch)
             finally:
                 self.profile.disable()
 
