@@ -49,7 +49,8 @@ class TaskRow(SQLModel, table=True):
     steps: int
     tokens_used: int
     test_status: str | None = Field(default=None, max_length=16)
-    submitted_at: str = Field(max_length=32)
+    # Indexed, unlike phase: written once when the task is submitted, and lists show the newest first.
+    submitted_at: str = Field(max_length=32, index=True)
     updated_at: str = Field(max_length=32)
     finished_at: str | None = Field(default=None, max_length=32)
     version: int

@@ -1,4 +1,4 @@
-"""Indexes on approvals: the page counts the pending ones and lists the latest decisions on every load.
+"""Indexes for the web page: pending approvals counted on every load, the latest decisions, the newest tasks.
 
 Revision ID: 0003
 Revises: 0002
@@ -16,8 +16,10 @@ depends_on = None
 def upgrade() -> None:
     op.create_index("ix_approvals_status", "approvals", ["status"])
     op.create_index("ix_approvals_decided_seq", "approvals", ["decided_seq"])
+    op.create_index("ix_tasks_submitted_at", "tasks", ["submitted_at"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_tasks_submitted_at", table_name="tasks")
     op.drop_index("ix_approvals_decided_seq", table_name="approvals")
     op.drop_index("ix_approvals_status", table_name="approvals")
