@@ -2,11 +2,13 @@
 
 A running task keeps the catalog it was pinned to (its prefix, and so the model's cached state, must
 not change under it), but it should know that the skills folder changed: the notification names what
-changed, and new tasks see the new catalog from their first request.
+changed, and new tasks see the new catalog from their first request. Changes made while agentd was
+down are told at start, to each running task whose pinned catalog differs from the folder's, once.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -15,15 +17,20 @@ from typing import Sequence
 
 import anyio
 from anyio import to_thread
+from sqlalchemy import select
 from anyio.abc import TaskStatus
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from notifications.queue import enqueue_async, new_notification
-from runtime import catalog, logs
+from runtime import activation, catalog, logs
 from store import EventStore
-from store.events import NotificationEnqueued, TaskPhase
+from store.events import NotificationEnqueued, SkillCatalogPinned, TaskPhase
+from store.tables import NotificationRow, NotificationTargetRow
+
+notifications_t = NotificationRow.__table__
+targets_t = NotificationTargetRow.__table__
 
 log = logs.get_logger("agentd.catalog_watcher")
 
@@ -51,6 +58,10 @@ class CatalogWatcher:
         self._last = await to_thread.run_sync(catalog.discover, self.roots)
         log.info("skills loaded", skills=len(self._last.skills), skipped=len(self._last.skipped))
         _report(self._last)
+        caught_up = await to_thread.run_sync(self._since_pinned, self._last)
+        if caught_up:
+            await enqueue_async(self.store, caught_up)
+            self.notified += len(caught_up)
         observer = Observer()
         observer.start()
         try:
@@ -96,6 +107,35 @@ class CatalogWatcher:
         await enqueue_async(self.store, [notification])
         self.notified += 1
         return notification
+
+    def _since_pinned(self, found: catalog.Catalog) -> list[NotificationEnqueued]:
+        """For each running task whose pinned catalog is not what the folders hold now, and that was
+        not told of this catalog already (before a restart, say), what changed since it started."""
+        told = self._told_fingerprints()
+        news = []
+        for task_id in self._running_tasks():
+            pinned = activation.pinned_catalog(self.store.read_stream(task_id))
+            if pinned is None or found.fingerprint in (pinned.fingerprint, told.get(task_id)):
+                continue
+            added, removed, changed = diff_pinned(pinned, found)
+            news.append(new_notification(
+                source="skill_catalog", kind="catalog_changed", tasks=[task_id],
+                text=describe(added, removed, changed),
+                payload={"added": added, "removed": removed, "changed": changed, "fingerprint": found.fingerprint},
+                dedupe_key=DEDUPE_KEY,
+            ))
+        return news
+
+    def _told_fingerprints(self) -> dict[str, str]:
+        """The catalog fingerprint each task was last told of, from the queue's own tables."""
+        q = (
+            select(targets_t.c.task_id, notifications_t.c.payload)
+            .join(notifications_t, notifications_t.c.notification_id == targets_t.c.notification_id)
+            .where(notifications_t.c.source == "skill_catalog")
+            .order_by(notifications_t.c.seq)
+        )
+        with self.store.reading() as conn:
+            return {task_id: json.loads(payload).get("fingerprint") for task_id, payload in conn.execute(q)}
 
     def _running_tasks(self) -> list[str]:
         # A submitted task has not pinned a catalog yet: it will see the new one, nothing to tell.
@@ -158,6 +198,18 @@ def diff(before: catalog.Catalog, after: catalog.Catalog) -> tuple[list[str], li
         name
         for name in before.skills.keys() & after.skills.keys()
         if before.skills[name].content_hash != after.skills[name].content_hash
+    )
+    return added, removed, changed
+
+
+def diff_pinned(pinned: SkillCatalogPinned, found: catalog.Catalog) -> tuple[list[str], list[str], list[str]]:
+    """Like `diff`, from what a task was pinned to; a skill left out of its catalog has no hash to compare."""
+    hashes = {e.name: e.content_hash for e in pinned.entries}
+    names = hashes.keys() | set(pinned.left_out)
+    added = sorted(found.skills.keys() - names)
+    removed = sorted(names - found.skills.keys())
+    changed = sorted(
+        name for name, h in hashes.items() if name in found.skills and found.skills[name].content_hash != h
     )
     return added, removed, changed
 

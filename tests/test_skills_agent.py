@@ -325,3 +325,31 @@ def test_a_task_that_used_a_skill_reruns_on_its_recorded_outputs_without_a_diffe
     write_skill(skills, "api-triage", "Something else entirely.", body="Other steps.")
     report = rerun_recorded(runtime(store, model, tmp_path, [], roots=[skills]), task_id)
     assert (report.calls, report.difference) == (3, None)
+
+
+def test_changes_made_while_agentd_was_down_are_told_at_start_once(store, model, tmp_path, workspace, skills) -> None:
+    rt = runtime(store, model, tmp_path, [call("list_files", path="."), call("list_files", path="ws")],
+                 roots=[skills])
+    changed_under = submit(store, workspace, profile="skilled")
+    run(rt, changed_under, max_decisions=1)
+    shutil.rmtree(skills / "release-notes")
+    write_skill(skills, "csv-report", "Summarises CSV files.")
+    current = submit(store, workspace, profile="skilled")  # pinned after the change: nothing to tell
+    run(rt, current, max_decisions=1)
+
+    def start_and_stop() -> int:
+        async def main() -> int:
+            watcher = CatalogWatcher(store, [skills])
+            async with anyio.create_task_group() as tg:
+                await tg.start(watcher.run)
+                tg.cancel_scope.cancel()
+            return watcher.notified
+
+        return anyio.run(main)
+
+    assert start_and_stop() == 1
+    with store.reading() as conn:
+        [told] = queue.pending(conn, changed_under)
+        assert queue.pending(conn, current) == []
+    assert "added csv-report" in told.text and "removed release-notes" in told.text
+    assert start_and_stop() == 0, "a restart tells a task of the same catalog again"
