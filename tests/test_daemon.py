@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -146,7 +147,7 @@ def test_the_daemon_fires_a_schedule_and_runs_the_task_it_submits(agentd, tmp_pa
 
 
 @pytest.mark.slow
-def test_a_skill_dropped_in_while_the_daemon_runs_is_announced_and_the_next_task_can_use_it(
+def test_skills_added_changed_and_removed_while_the_daemon_runs_are_announced_and_usable(
     agentd, tmp_path: Path
 ) -> None:
     skills = tmp_path / "skills"
@@ -168,6 +169,13 @@ def test_a_skill_dropped_in_while_the_daemon_runs_is_announced_and_the_next_task
         found = wait_until(activated)
         assert found and found[0]["payload"]["name"] == "beta", "the new task did not take in the new skill"
         assert found[0]["payload"]["body"] == "Follow the beta steps."
+
+        shutil.rmtree(skills / "alpha")
+        (skills / "beta" / "SKILL.md").write_text("---\nname: beta\ndescription: Beta, revised.\n---\nNew steps.\n")
+        def told() -> str:
+            return " | ".join(admitted(agentd, task_id, env, "skill_catalog/catalog_changed"))
+
+        assert wait_until(lambda: "removed alpha" in told() and "changed beta" in told()), told()
 
 
 def write_skill(folder: Path, description: str) -> None:
