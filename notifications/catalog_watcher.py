@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import anyio
 from anyio import to_thread
@@ -89,21 +89,12 @@ class CatalogWatcher:
         before, self._last = self._last, found
         if before is None or before.fingerprint == found.fingerprint:
             return None
-        added, removed, changed = diff(before, found)
         _report(found)
         live = await to_thread.run_sync(self._running_tasks)
-        log.info("skill catalog changed", added=added, removed=removed, changed=changed, tasks=len(live))
+        log.info("skill catalog changed", skills=len(found.skills), tasks=len(live))
         if not live:
             return None
-        notification = new_notification(
-            source="skill_catalog",
-            kind="catalog_changed",
-            tasks=live,
-            text=describe(added, removed, changed),
-            payload={"added": added, "removed": removed, "changed": changed, "fingerprint": found.fingerprint},
-            # Several edits before a task's next call are one notification: the catalog as it is now.
-            dedupe_key=DEDUPE_KEY,
-        )
+        notification = notice(live, hashes(before), found)
         await enqueue_async(self.store, [notification])
         self.notified += 1
         return notification
@@ -117,13 +108,7 @@ class CatalogWatcher:
             pinned = activation.pinned_catalog(self.store.read_stream(task_id))
             if pinned is None or found.fingerprint in (pinned.fingerprint, told.get(task_id)):
                 continue
-            added, removed, changed = diff_pinned(pinned, found)
-            news.append(new_notification(
-                source="skill_catalog", kind="catalog_changed", tasks=[task_id],
-                text=describe(added, removed, changed),
-                payload={"added": added, "removed": removed, "changed": changed, "fingerprint": found.fingerprint},
-                dedupe_key=DEDUPE_KEY,
-            ))
+            news.append(notice([task_id], pinned_hashes(pinned), found))
         return news
 
     def _told_fingerprints(self) -> dict[str, str]:
@@ -190,28 +175,33 @@ def _stop(observer: BaseObserver) -> None:
     observer.join()
 
 
-def diff(before: catalog.Catalog, after: catalog.Catalog) -> tuple[list[str], list[str], list[str]]:
-    """Skill names added, removed, and changed (their SKILL.md differs), each sorted."""
-    added = sorted(after.skills.keys() - before.skills.keys())
-    removed = sorted(before.skills.keys() - after.skills.keys())
+def notice(tasks: list[str], before: Mapping[str, str | None], found: catalog.Catalog) -> NotificationEnqueued:
+    """The notification telling `tasks` what changed from `before` (name -> SKILL.md hash) to `found`."""
+    added = sorted(found.skills.keys() - before.keys())
+    removed = sorted(before.keys() - found.skills.keys())
     changed = sorted(
         name
-        for name in before.skills.keys() & after.skills.keys()
-        if before.skills[name].content_hash != after.skills[name].content_hash
+        for name, h in before.items()
+        if h is not None and name in found.skills and found.skills[name].content_hash != h
     )
-    return added, removed, changed
+    return new_notification(
+        source="skill_catalog",
+        kind="catalog_changed",
+        tasks=tasks,
+        text=describe(added, removed, changed),
+        payload={"added": added, "removed": removed, "changed": changed, "fingerprint": found.fingerprint},
+        # Several edits before a task's next call are one notification: the catalog as it is now.
+        dedupe_key=DEDUPE_KEY,
+    )
 
 
-def diff_pinned(pinned: SkillCatalogPinned, found: catalog.Catalog) -> tuple[list[str], list[str], list[str]]:
-    """Like `diff`, from what a task was pinned to; a skill left out of its catalog has no hash to compare."""
-    hashes = {e.name: e.content_hash for e in pinned.entries}
-    names = hashes.keys() | set(pinned.left_out)
-    added = sorted(found.skills.keys() - names)
-    removed = sorted(names - found.skills.keys())
-    changed = sorted(
-        name for name, h in hashes.items() if name in found.skills and found.skills[name].content_hash != h
-    )
-    return added, removed, changed
+def hashes(found: catalog.Catalog) -> dict[str, str | None]:
+    return {name: s.content_hash for name, s in found.skills.items()}
+
+
+def pinned_hashes(pinned: SkillCatalogPinned) -> dict[str, str | None]:
+    """What a task was pinned to; a skill left out of its catalog has no hash to compare, so None."""
+    return {**dict.fromkeys(pinned.left_out), **{e.name: e.content_hash for e in pinned.entries}}
 
 
 def describe(added: list[str], removed: list[str], changed: list[str]) -> str:

@@ -21,6 +21,7 @@ from store.events import (
     ApprovalGranted,
     ApprovalRequested,
     ModelCalled,
+    NotificationEnqueued,
     ProposalRejected,
     SkillActivated,
     SkillActivationFailed,
@@ -353,3 +354,17 @@ def test_changes_made_while_agentd_was_down_are_told_at_start_once(store, model,
         assert queue.pending(conn, current) == []
     assert "added csv-report" in told.text and "removed release-notes" in told.text
     assert start_and_stop() == 0, "a restart tells a task of the same catalog again"
+
+
+def test_a_catalog_change_with_no_task_running_is_logged_and_tells_nobody(store, tmp_path, skills) -> None:
+    async def main() -> NotificationEnqueued | None:
+        watcher = CatalogWatcher(store, [skills])
+        async with anyio.create_task_group() as tg:
+            await tg.start(watcher.run)
+            write_skill(skills, "csv-report", "Summarises CSV files.")
+            told = await watcher.check()
+            tg.cancel_scope.cancel()
+        return told
+
+    assert anyio.run(main) is None
+    assert store.last_seq() == 0
