@@ -47,12 +47,6 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
-@pytest.fixture
-def store(tmp_path: Path):
-    with EventStore(f"sqlite:///{tmp_path / 'agentd.db'}") as s:
-        yield s
-
-
 def make_runtime(store: EventStore, model, tmp_path: Path, profiles=None, tools=()) -> Runtime:
     loaded = load([])
     for tool in tools:

@@ -10,19 +10,12 @@ import pytest
 
 from runtime.agent import Runtime, run_task
 from runtime.artifacts import ArtifactStore
-from runtime.inference import LocalModel
-from runtime.model_file import bundled_model_path
 from runtime.plugins import load
 from runtime.tasks import submit_task
 from store import NO_STREAM, EventStore
 from store.events import TaskPhaseChanged
 from tests.scripted import ScriptedModel
 from tests.test_agent import EVERYTHING, answer, call
-
-
-@pytest.fixture(scope="module")
-def model() -> LocalModel:
-    return LocalModel(bundled_model_path(), kv_cache_bytes=0)
 
 
 @pytest.fixture

@@ -13,9 +13,7 @@ import pytest
 from notifications import queue
 from runtime.agent import run_task
 from runtime.artifacts import ArtifactStore
-from runtime.inference import LocalModel
 from runtime.jobs import UNKNOWN, JobRunner, StartJob, register_jobs
-from runtime.model_file import bundled_model_path
 from runtime.profiles import WORKSPACE
 from runtime.tools import ToolContext, ToolRegistry, execute
 from store import EventStore
@@ -32,12 +30,6 @@ from store.events import (
     ToolCallStarted,
 )
 from tests.test_agent import EVERYTHING, answer, call, events, scripted, submit
-
-
-@pytest.fixture
-def store(tmp_path: Path):
-    with EventStore(f"sqlite:///{tmp_path / 'agentd.db'}") as s:
-        yield s
 
 
 @pytest.fixture
@@ -262,11 +254,6 @@ def test_recover_enqueues_a_notification_lost_between_the_two_appends(store, tmp
 
 
 # -- through the agent loop -------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def model() -> LocalModel:
-    return LocalModel(bundled_model_path(), kv_cache_bytes=0)
 
 
 def test_the_agent_starts_a_job_and_hears_of_its_end_in_a_later_request(store, model, runner, workspace, tmp_path):

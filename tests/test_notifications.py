@@ -9,23 +9,10 @@ import pytest
 
 from notifications import queue
 from runtime.agent import run_task
-from runtime.inference import LocalModel
-from runtime.model_file import bundled_model_path
-from store import EventStore, StoreError
+from store import StoreError
 from store.events import AdmittedNotification, ModelCalled, NotificationsAdmitted, ToolCallExecuted
 from tests.scripted import ScriptedModel
 from tests.test_agent import EVERYTHING, answer, call, events, make_runtime, submit
-
-
-@pytest.fixture(scope="module")
-def model() -> LocalModel:
-    return LocalModel(bundled_model_path(), kv_cache_bytes=0)
-
-
-@pytest.fixture
-def store(tmp_path: Path):
-    with EventStore(f"sqlite:///{tmp_path / 'agentd.db'}") as s:
-        yield s
 
 
 @pytest.fixture

@@ -9,9 +9,6 @@ import anyio
 import pytest
 
 from runtime.agent import arguments_hash, run_task
-from runtime.inference import LocalModel
-from runtime.model_file import bundled_model_path
-from store import EventStore
 from store.events import (
     ApprovalDenied,
     ApprovalGranted,
@@ -24,17 +21,6 @@ from store.events import (
 )
 from tests.scripted import ScriptedModel
 from tests.test_agent import EVERYTHING, answer, events, make_runtime, submit
-
-
-@pytest.fixture(scope="module")
-def model() -> LocalModel:
-    return LocalModel(bundled_model_path(), kv_cache_bytes=0)
-
-
-@pytest.fixture
-def store(tmp_path: Path):
-    with EventStore(f"sqlite:///{tmp_path / 'agentd.db'}") as s:
-        yield s
 
 
 @pytest.fixture

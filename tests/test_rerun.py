@@ -8,18 +8,11 @@ import anyio
 import pytest
 
 from runtime.agent import run_task
-from runtime.inference import LocalModel
-from runtime.model_file import bundled_model_path
 from runtime.profiles import WORKSPACE
 from runtime.rerun import rerun_recorded
 from store import EventStore
 from tests.scripted import ScriptedModel
 from tests.test_agent import answer, call, make_runtime, submit
-
-
-@pytest.fixture(scope="module")
-def model() -> LocalModel:
-    return LocalModel(bundled_model_path(), kv_cache_bytes=0)
 
 
 @pytest.fixture

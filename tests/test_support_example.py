@@ -59,12 +59,6 @@ def accounts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return copy
 
 
-@pytest.fixture
-def store(tmp_path: Path):
-    with EventStore(f"sqlite:///{tmp_path / 'agentd.db'}") as s:
-        yield s
-
-
 def example_runtime(store: EventStore, model, tmp_path: Path, **profile_changes) -> Runtime:
     loaded = load([PLUGIN])
     profiles = dict(loaded.profiles)

@@ -50,3 +50,39 @@ class App:
 
 pass_app = click.make_pass_decorator(App)
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts instead of a table.")
+
+
+def _options(*options):
+    """Several click options as one decorator, listed in the order --help shows them."""
+
+    def apply(fn):
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+
+    return apply
+
+
+# serve and start take the same settings as flags: start passes them on to the serve it detaches.
+daemon_options = _options(
+    click.option("--model", type=click.Path(path_type=Path), help="GGUF model file (default: the bundled SmolLM2-135M)."),
+    click.option("--workspace", type=click.Path(path_type=Path, file_okay=False), help="Default folder for tasks."),
+    click.option("--host", help="Address of the web page (default 127.0.0.1)."),
+    click.option("--port", type=int, help="Port of the web page (default 8765)."),
+)
+
+
+def task_options(subject: str):
+    """What a submitted task is allowed, for `task submit` and for every task a schedule submits."""
+    return _options(
+        click.option("--profile", default="workspace", show_default=True,
+                     help=f"What kind of agent runs {subject} (tools, instructions)."),
+        click.option("--tenant", default="default", show_default=True, help=f"Whose data {subject} may see."),
+        click.option(
+            "--allow",
+            "allowed",
+            multiple=True,
+            type=click.Choice(["write", "external"]),
+            help="Offer tools with this effect too (repeatable); by default only read-only tools are offered.",
+        ),
+    )

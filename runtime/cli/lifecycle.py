@@ -15,7 +15,7 @@ import click
 
 from notifications import queue
 from runtime import daemon
-from runtime.cli._app import App, json_option, pass_app
+from runtime.cli._app import App, daemon_options, json_option, pass_app
 from runtime.instance import holder, holder_pid
 from runtime.output import echo_json, fields_table
 from store.errors import AgentdError, InstanceLocked, NotFound
@@ -24,10 +24,7 @@ START_TIMEOUT_S = 90
 
 
 @click.command()
-@click.option("--model", type=click.Path(path_type=Path), help="GGUF model file (default: the bundled SmolLM2-135M).")
-@click.option("--workspace", type=click.Path(path_type=Path, file_okay=False), help="Default folder for tasks.")
-@click.option("--host", help="Address of the web page (default 127.0.0.1).")
-@click.option("--port", type=int, help="Port of the web page (default 8765).")
+@daemon_options
 @pass_app
 def start(app: App, model: Path | None, workspace: Path | None, host: str | None, port: int | None) -> None:
     """Start agentd in the background (a detached `agentd serve`) and wait until it answers."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from runtime import plugins
-from runtime.cli._app import App, json_option, pass_app
+from runtime.cli._app import App, json_option, pass_app, task_options
 from runtime.output import echo_json, table
 from runtime.schedules import Schedule, add_schedule, load_schedule, load_schedules, remove_schedule
 from store.errors import InvalidCommand
@@ -34,15 +34,7 @@ def schedule() -> None:
 )
 @click.option("--timezone", default="UTC", show_default=True, help="IANA time zone the expression is read in.")
 @click.option("--workspace", type=click.Path(path_type=Path), help="Folder each task may read and write.")
-@click.option("--profile", default="workspace", show_default=True, help="What kind of agent runs each task.")
-@click.option("--tenant", default="default", show_default=True, help="Whose data each task may see.")
-@click.option(
-    "--allow",
-    "allowed",
-    multiple=True,
-    type=click.Choice(["write", "external"]),
-    help="Offer tools with this effect too (repeatable); by default only read-only tools are offered.",
-)
+@task_options("each task")
 @json_option
 @pass_app
 def add(

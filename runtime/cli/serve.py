@@ -8,16 +8,13 @@ import anyio
 import click
 
 from runtime import access, daemon, logs
-from runtime.cli._app import App, pass_app
+from runtime.cli._app import App, daemon_options, pass_app
 from runtime.host import open_runtime
 from runtime.instance import InstanceLock
 
 
 @click.command()
-@click.option("--model", type=click.Path(path_type=Path), help="GGUF model file (default: the bundled SmolLM2-135M).")
-@click.option("--workspace", type=click.Path(path_type=Path, file_okay=False), help="Default folder for tasks.")
-@click.option("--host", help="Address of the web page (default 127.0.0.1).")
-@click.option("--port", type=int, help="Port of the web page (default 8765).")
+@daemon_options
 @pass_app
 def serve(app: App, model: Path | None, workspace: Path | None, host: str | None, port: int | None) -> None:
     """Run agentd in the foreground until Ctrl-C or SIGTERM."""

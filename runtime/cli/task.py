@@ -10,7 +10,7 @@ import click
 from runtime import plugins
 from runtime.agent import run_task
 from runtime.artifacts import ArtifactStore
-from runtime.cli._app import App, json_option, pass_app
+from runtime.cli._app import App, json_option, pass_app, task_options
 from runtime.host import open_runtime
 from runtime.output import echo_json, fields_table, table
 from runtime.tasks import cancel_task, submit_task
@@ -31,15 +31,7 @@ def task() -> None:
 @click.option("--workspace", type=click.Path(path_type=Path), help="Folder the task may read and write.")
 @click.option("--max-steps", type=click.IntRange(min=1), help="Model calls allowed before the task stops.")
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Tokens allowed before the task stops.")
-@click.option("--profile", default="workspace", show_default=True, help="What kind of agent runs it (tools, instructions).")
-@click.option("--tenant", default="default", show_default=True, help="Whose data the task may see.")
-@click.option(
-    "--allow",
-    "allowed",
-    multiple=True,
-    type=click.Choice(["write", "external"]),
-    help="Offer tools with this effect too (repeatable); by default only read-only tools are offered.",
-)
+@task_options("the task")
 @json_option
 @pass_app
 def submit(
