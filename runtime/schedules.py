@@ -470,17 +470,20 @@ class ScheduleRunner:
         await self._fire(schedule.schedule_id)
 
     async def _fire(self, schedule_id: str) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._in_flight.add(task)
+        # APScheduler's shutdown cancels the jobs it is running, but a cancel cannot stop the append
+        # already under way in a worker thread: it would land after stop() returned. The firing runs
+        # as its own task, out of the cancel's reach, and stop() waits for it.
+        work = asyncio.ensure_future(self._fire_now(schedule_id))
+        self._in_flight.add(work)
+        work.add_done_callback(self._in_flight.discard)
+        await asyncio.shield(work)
+
+    async def _fire_now(self, schedule_id: str) -> None:
         try:
             task_id = await anyio.to_thread.run_sync(lambda: fire_due(self.store, schedule_id, self.clock()))
         except AgentdError as e:
             log.error("schedule firing failed", schedule_id=schedule_id, error=str(e))
             return
-        finally:
-            if task is not None:
-                self._in_flight.discard(task)
         if task_id is not None:
             log.info("schedule fired", schedule_id=schedule_id, task_id=task_id)
 
@@ -494,7 +497,5 @@ class ScheduleRunner:
         self._registered.clear()
         # The shutdown is queued on the loop; let it run before waiting for what it may have started.
         await asyncio.sleep(0)
-        current = asyncio.current_task()
-        pending = [t for t in self._in_flight if t is not current]
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
+        if self._in_flight:
+            await asyncio.gather(*self._in_flight, return_exceptions=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -228,6 +229,46 @@ def test_a_restart_fires_once_for_the_missed_period_and_keeps_the_schedules(db_u
         # The schedule goes on after the catch-up, and nothing from the gap turns up later.
         assert len(later) > 1, later
         assert (datetime.fromisoformat(later[0]) - datetime.fromisoformat(last_before)).total_seconds() >= 3
+
+
+def test_stopping_waits_for_a_firing_already_being_recorded(store, workspace) -> None:
+    """APScheduler's shutdown cancels running jobs; the append in flight must still land before stop returns."""
+    schedule_id = add(store, workspace, "* * * * * *")
+    gate = threading.Event()
+    entered = threading.Event()
+    gated = False
+
+    def clock() -> datetime:
+        # Called in the worker thread that records the firing: hold it there until the test lets go.
+        if gated:
+            entered.set()
+            gate.wait(10)
+        return datetime.now(UTC)
+
+    async def main() -> tuple[bool, int]:
+        nonlocal gated
+        runner = ScheduleRunner(store, clock=clock, refresh_s=60)
+        await runner.start()
+        before = len(firings(store, schedule_id))
+        gated = True
+        await anyio.to_thread.run_sync(entered.wait, 10)
+        stopped = anyio.Event()
+
+        async def stop() -> None:
+            await runner.stop()
+            stopped.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stop)
+            await anyio.sleep(0.3)
+            stopped_while_held = stopped.is_set()
+            gate.set()
+        return stopped_while_held, before
+
+    stopped_while_held, before = anyio.run(main)
+    assert not stopped_while_held, "stop() returned while a firing was still being recorded"
+    assert len(firings(store, schedule_id)) == before + 1
+    assert_exactly_once(store, schedule_id)
 
 
 def test_an_hour_of_missed_minutes_is_one_firing(store, workspace) -> None:
