@@ -284,19 +284,23 @@ def test_a_file_that_is_not_a_script_is_refused(ctx, skill) -> None:
     assert run(ctx, "scripts").error == "not_a_file"
 
 
-def test_a_script_sees_skill_dir_but_no_secrets(ctx, skill, monkeypatch) -> None:
+def test_a_script_sees_skill_dir_but_no_secrets(ctx, skill, workspace, monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-0123456789abcdef")
     monkeypatch.setenv("AGENTD_SECRET", "agentd-internal")
     monkeypatch.setenv("HARMLESS_SETTING", "visible")
-    write_script(skill, "env.py", "import os\nfor k, v in sorted(os.environ.items()):\n    print(f'{k}={v}')\n")
+    # The environment goes to a file: printed, it can outgrow what an observation shows (under make,
+    # say, which adds its own variables), and the test would then read a summary instead.
+    write_script(skill, "env.py", "import json, os\nopen('env.json', 'w').write(json.dumps(dict(os.environ)))\n")
 
     outcome = run(ctx, "scripts/env.py")
 
-    lines = outcome.observation["stdout"].splitlines()
-    assert f"SKILL_DIR={skill.resolve()}" in lines
-    assert "HARMLESS_SETTING=visible" in lines
+    assert outcome.observation["exit_code"] == 0, outcome.observation
+    seen = json.loads((workspace / "env.json").read_text())
+    assert seen["SKILL_DIR"] == str(skill.resolve())
+    assert seen["HARMLESS_SETTING"] == "visible"
+    text = json.dumps(seen)
     for leaked in ("OPENAI_API_KEY", "sk-fake", "AGENTD_", "agentd-internal"):
-        assert leaked not in outcome.observation["stdout"]
+        assert leaked not in text
 
 
 def test_a_script_sees_no_stdin(ctx, skill) -> None:
