@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import contextlib
 from itertools import chain
-from typing import Any, Iterable, Iterator, Sequence
+from operator import itemgetter
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from sqlalchemy import Connection, Table
 from sqlalchemy.sql import ClauseElement
 
 
 class Statement:
-    __slots__ = ("element", "_compiled")
+    __slots__ = ("element", "_compiled", "_reorder")
 
     def __init__(self, element: ClauseElement) -> None:
         self.element = element
         self._compiled: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {}
+        # (dialect, columns) -> a C-level getter putting a row in the driver's parameter order
+        self._reorder: dict[tuple[str, tuple[str, ...]], Callable[[tuple], tuple]] = {}
 
     def compiled(self, conn: Connection) -> tuple[str, tuple[str, ...] | None, dict[str, Any]]:
         """(SQL text, parameter order for positional drivers or None for named ones, default values)."""
@@ -59,8 +62,13 @@ class Statement:
         if order is not None and tuple(order) == tuple(columns):
             _cursor(conn).executemany(text, rows)
         elif order is not None:
-            index = [list(columns).index(k) for k in order]
-            _cursor(conn).executemany(text, [tuple(r[i] for i in index) for r in rows])
+            # Found once per statement and column list: the update of a task row runs on every append.
+            key = (conn.dialect.name, tuple(columns))
+            reorder = self._reorder.get(key)
+            if reorder is None:
+                index = [list(columns).index(k) for k in order]
+                reorder = self._reorder[key] = itemgetter(*index) if len(index) > 1 else lambda r: (r[index[0]],)
+            _cursor(conn).executemany(text, list(map(reorder, rows)))
         else:
             _cursor(conn).executemany(text, [dict(zip(columns, r)) for r in rows])
 
