@@ -51,7 +51,7 @@ class RawEvent(NamedTuple):
 assert RawEvent._fields == COLUMNS, "RawEvent must mirror the events table"
 
 
-def iter_raw(
+def _select(
     conn: Connection,
     *,
     after: int = 0,
@@ -60,8 +60,8 @@ def iter_raw(
     types: Sequence[str] = (),
     limit: int | None = None,
     descending: bool = False,
-) -> Iterator[RawEvent]:
-    """Events in seq order (or reverse), fetched in chunks so a large log never sits in memory."""
+):
+    """A driver cursor over the events rows the arguments pick, in seq order (or reverse)."""
     q = select(*events.columns)
     if after:
         q = q.where(events.c.seq > after)
@@ -76,24 +76,36 @@ def iter_raw(
         q = q.limit(limit)
     # Straight from the driver's cursor: replay reads every row, and SQLAlchemy's result
     # machinery costs more per row than SQLite does.
-    cursor = Statement(q).execute(conn)
+    return Statement(q).execute(conn)
+
+
+def iter_raw(conn: Connection, **kw) -> Iterator[RawEvent]:
+    """Events as stored (see `_select` for the filters), fetched in chunks so a large log never sits in memory."""
+    cursor = _select(conn, **kw)
     make = RawEvent._make
     while rows := cursor.fetchmany(CHUNK):
         yield from map(make, rows)
 
 
+def iter_record_chunks(conn: Connection, **kw) -> Iterator[list[Recorded]]:
+    """Decoded events in lists of up to CHUNK, as fetched.
+
+    Replay's path: each row goes from the driver's tuple straight to its Recorded, with no named tuple
+    or generator step per row in between; at a few microseconds an event, those were a third of it.
+    """
+    cursor = _select(conn, **kw)
+    while rows := cursor.fetchmany(CHUNK):
+        yield [
+            Recorded(seq, stream_id, version, recorded_at, actor, causation, correlation,
+                     decode(type_name, schema_version, payload, seq))
+            for seq, stream_id, version, type_name, schema_version, payload, recorded_at, actor, causation,
+            correlation in rows
+        ]
+
+
 def iter_records(conn: Connection, **kw) -> Iterator[Recorded]:
-    for r in iter_raw(conn, **kw):
-        yield Recorded(
-            r.seq,
-            r.stream_id,
-            r.stream_version,
-            r.recorded_at,
-            r.actor,
-            r.causation_id,
-            r.correlation_id,
-            decode(r.type, r.schema_version, r.payload, r.seq),
-        )
+    for chunk in iter_record_chunks(conn, **kw):
+        yield from chunk
 
 
 def last_seq(conn: Connection) -> int:

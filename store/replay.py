@@ -17,9 +17,6 @@ from store.events import Recorded
 from store.state import TaskState, fold
 from store.tables import PROJECTION_TABLES
 
-CHUNK = 5000
-
-
 @dataclass(frozen=True)
 class Rebuild:
     events: int
@@ -37,9 +34,9 @@ def rebuild_into(source: Connection, scratch_url: str, until: int | None = None)
         migrate.upgrade(engines)
         started = time.perf_counter()
         count = 0
-        records = _translated(log.iter_records(source, until=until), _url_of(source))
+        chunks = _translated(log.iter_record_chunks(source, until=until), _url_of(source))
         with _no_cyclic_gc(), translating(scratch_url), engines.write.connect() as target, target.begin():
-            for chunk in _chunks(records):
+            for chunk in chunks:
                 projections.apply(target, chunk)
                 count += len(chunk)
         return Rebuild(count, time.perf_counter() - started)
@@ -60,25 +57,14 @@ def _no_cyclic_gc():
             gc.enable()
 
 
-def _translated(records: Iterator[Recorded], url: str) -> Iterator[Recorded]:
+def _translated(chunks: Iterator[list[Recorded]], url: str) -> Iterator[list[Recorded]]:
     """Errors reading the live log name the live database, not the scratch one being written."""
     with translating(url):
-        yield from records
+        yield from chunks
 
 
 def _url_of(conn: Connection) -> str:
     return conn.engine.url.render_as_string(hide_password=True)
-
-
-def _chunks(records: Iterator[Recorded]) -> Iterator[list[Recorded]]:
-    chunk: list[Recorded] = []
-    for rec in records:
-        chunk.append(rec)
-        if len(chunk) >= CHUNK:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
 
 
 def first_difference(live: Connection, rebuilt: Connection) -> str | None:
