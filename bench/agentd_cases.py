@@ -7,11 +7,14 @@ it measured; none of them asserts anything about the numbers.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
+import sqlite3
 import threading
 from dataclasses import dataclass
 
-from store import replay
+from store import log, replay
+from store.events import decode
 from store.eventstore import EventStore
 from store.ids import new_task_id
 from timing import Rate, Stopwatch, checkpoint_and_size, table_bytes
@@ -164,6 +167,37 @@ def verify(store: EventStore, folder: str, name: str = "verify.db") -> Rate:
     with Stopwatch() as sw, store.reading() as conn:
         result = replay.verify(conn, scratch)
     return Rate(result.events, sw.seconds)
+
+
+# -- what the machine allows for the same work ----------------------------------------------------
+
+
+def log_rows(store: EventStore, limit: int) -> tuple[list[str], list[tuple]]:
+    """The DDL of the events table and its indexes, and its first `limit` rows exactly as stored."""
+    conn = sqlite3.connect(db_path(store))
+    try:
+        ddl = [sql for (sql,) in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE tbl_name = 'events' AND type IN ('table', 'index') "
+            "AND sql IS NOT NULL ORDER BY type DESC")]
+        rows = conn.execute("SELECT * FROM events ORDER BY seq LIMIT ?", (limit,)).fetchall()
+    finally:
+        conn.close()
+    return ddl, rows
+
+
+def decode_only(store: EventStore) -> Rate:
+    """Every payload of the log validated into its event class, and nothing else: no fold, no writes.
+    Rebuild does this and more per event, so this rate bounds it from above."""
+    with store.reading() as conn:
+        raw = list(log.iter_raw(conn))
+    gc.disable()  # as replay does
+    try:
+        with Stopwatch() as sw:
+            for r in raw:
+                decode(r.type, r.schema_version, r.payload, r.seq)
+    finally:
+        gc.enable()
+    return Rate(len(raw), sw.seconds)
 
 
 # -- 5. size --------------------------------------------------------------------------------------

@@ -39,6 +39,8 @@ AGENTD_16 = ("agentd", "concurrent16", "per_second")
 AGENTD_16_STEPS = ("agentd", "concurrent16_steps", "per_second")
 LANGGRAPH_SINGLE = ("langgraph", "single", "per_second")
 ES_SINGLE = ("eventsourcing", "single", "per_second")
+RAW_EVENT_ROWS = ("raw_sqlite", "event_rows", "per_second")
+DECODE_ONLY = ("agentd", "decode_only", "per_second")
 
 TARGETS = [
     Target("agentd 16 writers / LangGraph puts", "x", 10, lambda r: _ratio(r, AGENTD_16, LANGGRAPH_SINGLE)),
@@ -54,6 +56,8 @@ CONTEXT_RATIOS = [
     ("agentd 16 writers / LangGraph 16 threads", AGENTD_16, ("langgraph", "threads16", "per_second")),
     ("agentd single / raw sqlite3 commit", AGENTD_SINGLE, ("raw_sqlite", "single_commit", "per_second")),
     ("LangGraph puts / raw sqlite3 commit", LANGGRAPH_SINGLE, ("raw_sqlite", "single_commit", "per_second")),
+    ("agentd batched / raw sqlite3 event rows", ("agentd", "batched", "per_second"), RAW_EVENT_ROWS),
+    ("agentd rebuild / payloads decoded", ("agentd", "rebuild", "per_second"), DECODE_ONLY),
 ]
 
 
@@ -92,6 +96,8 @@ ROWS: list[tuple[str, list[Row]]] = [
     ]),
     ("reference", [
         ("   raw sqlite3 one-row commits/s (WAL, full)", ("raw_sqlite", "single_commit", "per_second"), "spread"),
+        ("   raw sqlite3 agentd event rows/s, 1000 per commit", RAW_EVENT_ROWS, "rate"),
+        ("   agentd payloads decoded/s, nothing else", DECODE_ONLY, "rate"),
     ]),
 ]
 

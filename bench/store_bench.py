@@ -174,6 +174,8 @@ def agentd_once(store: EventStore, pool: EventPool, folder: str, n: int, args: a
     replayed = agentd_cases.rebuild(store, folder)
     out["rebuild"] = replayed.rebuild.as_dict()
     out["rebuild_wall"] = replayed.rebuild_wall.as_dict()
+    progress("agentd: decoding the log alone (the bound on rebuild)")
+    out["decode_only"] = agentd_cases.decode_only(store).as_dict()
     if not args.no_verify:
         progress("agentd: verifying the projections against the log")
         out["verify"] = agentd_cases.verify(store, folder).as_dict()
@@ -216,6 +218,8 @@ def run_size(n: int, pool: EventPool, args: argparse.Namespace) -> dict:
             result["eventsourcing"] = eventsourcing_once(es, n)
         raw = stack.enter_context(RawCommits(folder(stack, "raw")))
         result["raw_sqlite"] = {"settings": raw.settings}
+        progress(f"raw sqlite3: the same {n:,} event rows into a copy of agentd's events table")
+        result["raw_sqlite"]["event_rows"] = raw.event_rows(*agentd_cases.log_rows(store, n)).as_dict()
         progress(f"per-commit figures: {args.ops:,} sequential and {args.concurrent_ops:,} concurrent "
                  f"operations per system, in {args.rounds} interleaved rounds")
         cases = per_commit_cases(store, pool, lg, es, raw, args)

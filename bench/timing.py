@@ -97,3 +97,19 @@ class RawCommits:
                 self.conn.execute("INSERT INTO t (body) VALUES (?)", (body,))
                 self.conn.execute("COMMIT")
         return Rate(ops, sw.seconds)
+
+    def event_rows(self, ddl: list[str], rows: list[tuple], batch: int = 1000) -> Rate:
+        """`rows` of agentd's log into a copy of its events table (same indexes), `batch` rows per commit.
+
+        Rows already serialised, one executemany per commit, no projections: what SQLite alone makes of
+        the inserts agentd's batched append does, on this disk, and so a ceiling for it.
+        """
+        for statement in ddl:
+            self.conn.execute(statement)
+        insert = f"INSERT INTO events VALUES ({', '.join('?' * len(rows[0]))})"
+        with Stopwatch() as sw:
+            for i in range(0, len(rows), batch):
+                self.conn.execute("BEGIN IMMEDIATE")
+                self.conn.executemany(insert, rows[i : i + batch])
+                self.conn.execute("COMMIT")
+        return Rate(len(rows), sw.seconds)
