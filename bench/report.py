@@ -37,6 +37,7 @@ def _ratio(result: dict, top: tuple[str, ...], bottom: tuple[str, ...]) -> float
 AGENTD_SINGLE = ("agentd", "single", "per_second")
 AGENTD_16 = ("agentd", "concurrent16", "per_second")
 AGENTD_16_STEPS = ("agentd", "concurrent16_steps", "per_second")
+AGENTD_16_UNSYNCED = ("agentd", "concurrent16_unsynced", "per_second")
 LANGGRAPH_SINGLE = ("langgraph", "single", "per_second")
 ES_SINGLE = ("eventsourcing", "single", "per_second")
 RAW_EVENT_ROWS = ("raw_sqlite", "event_rows", "per_second")
@@ -54,6 +55,7 @@ TARGETS = [
 CONTEXT_RATIOS = [
     ("agentd 16 writers, steps/s / LangGraph puts", AGENTD_16_STEPS, LANGGRAPH_SINGLE),
     ("agentd 16 writers / LangGraph 16 threads", AGENTD_16, ("langgraph", "threads16", "per_second")),
+    ("agentd 16 writers without fsync / LangGraph puts", AGENTD_16_UNSYNCED, LANGGRAPH_SINGLE),
     ("agentd single / raw sqlite3 commit", AGENTD_SINGLE, ("raw_sqlite", "single_commit", "per_second")),
     ("LangGraph puts / raw sqlite3 commit", LANGGRAPH_SINGLE, ("raw_sqlite", "single_commit", "per_second")),
     ("agentd batched / raw sqlite3 event rows", ("agentd", "batched", "per_second"), RAW_EVENT_ROWS),
@@ -76,6 +78,7 @@ ROWS: list[tuple[str, list[Row]]] = [
         ("   mean appends per commit (group commit)", ("agentd", "concurrent16", "mean_batch"), "float"),
         ("   appends/s, 16 asyncio tasks (append_async)", ("agentd", "concurrent16_async", "per_second"), "spread"),
         ("   mean appends per commit (asyncio)", ("agentd", "concurrent16_async", "mean_batch"), "float"),
+        ("   appends/s, 16 threads, synchronous=off (no fsync)", AGENTD_16_UNSYNCED, "spread"),
         ("   steps/s, 16 threads, 1 step (4 events) per call", AGENTD_16_STEPS, "spread"),
         ("   mean appends per commit (steps)", ("agentd", "concurrent16_steps", "mean_batch"), "float"),
         ("3. events/s, 1000 events per append (fill to N)", ("agentd", "batched", "per_second"), "rate"),
