@@ -91,7 +91,7 @@ def iter_record_chunks(conn: Connection, **kw) -> Iterator[list[Recorded]]:
     """Decoded events in lists of up to CHUNK, as fetched.
 
     Replay's path: each row goes from the driver's tuple straight to its Recorded, with no named tuple
-    or generator step per row in between; at a few microseconds an event, those were a third of it.
+    or generator step per row in between (a few percent of reading and decoding an event).
     """
     cursor = _select(conn, **kw)
     while rows := cursor.fetchmany(CHUNK):
