@@ -307,36 +307,18 @@ def _faults(p: _Parsed, own_name: str) -> Iterator[_Fault]:
         message = f"field {_quoted(key)} is given {len(lines)} times (lines {', '.join(map(str, lines))})"
         yield _Fault(lines[-1], message, then="the last one counts")
 
-    use_folder = f"using the folder's name {own_name!r}"
-    if "name" not in fields:
-        yield _Fault(None, "the required field 'name' is missing", then=use_folder)
-    else:
-        value, line = fields["name"], at("name")
-        text = _text(value)
-        if value is not None and text is None:
-            yield _Fault(line, f"'name' must be text, not {_kind(value)}", then=use_folder)
-        elif not text or not text.strip():
-            yield _Fault(line, "'name' is empty", then=use_folder)
-        else:
-            if not isinstance(value, str):
-                yield _Fault(line, f"'name' must be text, not {_kind(value)}", then="read as text (quote it)")
-            for problem in _name_problems(text, own_name):
-                yield _Fault(line, problem)
+    faults, name = _required_text(fields, "name", at("name"), then=f"using the folder's name {own_name!r}")
+    yield from faults
+    if name is not None:
+        for problem in _name_problems(name, own_name):
+            yield _Fault(at("name"), problem)
 
-    if "description" not in fields:
-        yield _Fault(None, "the required field 'description' is missing", fatal=True)
-    else:
-        value, line = fields["description"], at("description")
-        text = _text(value)
-        if value is not None and text is None:
-            yield _Fault(line, f"'description' must be text, not {_kind(value)}", fatal=True)
-        elif not text or not text.strip():
-            yield _Fault(line, "'description' is empty", fatal=True)
-        else:
-            if not isinstance(value, str):
-                yield _Fault(line, f"'description' must be text, not {_kind(value)}", then="read as text (quote it)")
-            if len(text) > DESCRIPTION_MAX:
-                yield _Fault(line, f"'description' is {len(text)} characters, over the limit of {DESCRIPTION_MAX}")
+    faults, description = _required_text(fields, "description", at("description"), fatal=True)
+    yield from faults
+    if description is not None and len(description) > DESCRIPTION_MAX:
+        yield _Fault(
+            at("description"), f"'description' is {len(description)} characters, over the limit of {DESCRIPTION_MAX}"
+        )
 
     if "license" in fields:
         yield from _text_type("license", fields["license"], at("license"))
@@ -372,6 +354,26 @@ def _faults(p: _Parsed, own_name: str) -> Iterator[_Fault]:
             yield _Fault(line, message, then="read the list's items")
         elif not isinstance(value, str):
             yield _Fault(line, f"'allowed-tools' must be text, not {_kind(value)}", then="ignored")
+
+
+def _required_text(
+    fields: dict[str, Any], key: str, line: int | None, **consequence: Any
+) -> tuple[list[_Fault], str | None]:
+    """The faults of a field the spec requires as text, and its text when there is any to check further.
+
+    `consequence` (`fatal=True`, or `then=...`) says what load does when the field is unusable.
+    """
+    if key not in fields:
+        return [_Fault(None, f"the required field {key!r} is missing", **consequence)], None
+    value = fields[key]
+    text = _text(value)
+    if value is not None and text is None:
+        return [_Fault(line, f"{key!r} must be text, not {_kind(value)}", **consequence)], None
+    if not text or not text.strip():
+        return [_Fault(line, f"{key!r} is empty", **consequence)], None
+    if not isinstance(value, str):
+        return [_Fault(line, f"{key!r} must be text, not {_kind(value)}", then="read as text (quote it)")], text
+    return [], text
 
 
 def _text_type(key: str, value: Any, line: int | None) -> Iterator[_Fault]:
