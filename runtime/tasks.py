@@ -18,6 +18,7 @@ def submit_task(
     allowed_effects: tuple[str, ...] = ("read",),
     max_steps: int | None = None,
     max_tokens: int | None = None,
+    context: dict[str, str] | None = None,
 ) -> list[Event]:
     goal = goal.strip()
     if not goal:
@@ -29,7 +30,7 @@ def submit_task(
     return [
         TaskSubmitted(
             goal=goal, workspace=str(workspace.resolve()), tenant=tenant, profile=profile,
-            allowed_effects=effects, **limits,
+            allowed_effects=effects, context=dict(sorted((context or {}).items())), **limits,
         )
     ]
 

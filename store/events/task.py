@@ -33,6 +33,9 @@ class TaskSubmitted(Event):
     allowed_effects: tuple[Literal["read", "write", "external"], ...] = ("read",)
     max_steps: int = Field(40, ge=1)
     max_tokens: int = Field(200_000, ge=1)
+    # What the authenticated caller's side knows about them (an account id, a plan): trusted request
+    # context, shown to the model as task state, never taken from the model or from the goal's text.
+    context: dict[str, str] = {}
 
 
 class TaskPhaseChanged(Event):
