@@ -8,7 +8,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -18,6 +18,7 @@ import anyio
 import anyio.to_thread
 import numpy as np
 
+from runtime import logs
 from runtime.kv_cache import KvStateCache, capture, restore, state_size
 from store.errors import AgentdError, ContextOverflow, InferenceError, ModelFileError
 
@@ -26,6 +27,14 @@ DEFAULT_KV_CACHE_BYTES = 768 * 2**20
 # a replay asks llama.cpp exactly what the original call asked.
 SEED = 20251
 GBNF_CACHE_SIZE = 64
+# Progress reports are for people watching; more than about ten a second is noise that costs a redraw each.
+PROGRESS_INTERVAL_S = 0.1
+
+# `progress(stage, done, total)`: "evaluating" with prompt tokens evaluated of those not cached, then
+# "generating" with tokens generated of at most max_tokens. Called from the thread the model runs in.
+ProgressFn = Callable[[str, int, int], None]
+
+log = logs.get_logger("agentd.inference")
 
 
 @dataclass(frozen=True)
@@ -74,11 +83,23 @@ class Model(Protocol):
     def count(self, text: str) -> int: ...
 
     def complete(
-        self, prompt: str, *, schema: dict | None, max_tokens: int, session: str | None = None
+        self,
+        prompt: str,
+        *,
+        schema: dict | None,
+        max_tokens: int,
+        session: str | None = None,
+        progress: ProgressFn | None = None,
     ) -> Completion: ...
 
     async def acomplete(
-        self, prompt: str, *, schema: dict | None, max_tokens: int, session: str | None = None
+        self,
+        prompt: str,
+        *,
+        schema: dict | None,
+        max_tokens: int,
+        session: str | None = None,
+        progress: ProgressFn | None = None,
     ) -> Completion: ...
 
     def stats(self) -> dict[str, Any]: ...
@@ -174,6 +195,35 @@ def check_fits(prompt_tokens: int, max_tokens: int, n_ctx: int, name: str) -> No
         )
 
 
+class _Throttled:
+    """A progress callback called at most once per PROGRESS_INTERVAL_S, but always for the first report
+    of a stage and for one marked last; a value it already reported is not repeated. A callback that
+    raises is logged once and then left alone: watching must never fail a decision."""
+
+    def __init__(self, report: ProgressFn, clock: Callable[[], float] = time.monotonic) -> None:
+        self._report: ProgressFn | None = report
+        self._clock = clock
+        self._last: tuple[str, int, int] | None = None
+        self._at = 0.0
+
+    def __call__(self, stage: str, done: int, total: int, *, last: bool = False) -> None:
+        if self._report is None or (stage, done, total) == self._last:
+            return
+        now = self._clock()
+        if not (last or self._last is None or stage != self._last[0] or now - self._at >= PROGRESS_INTERVAL_S):
+            return
+        self._last, self._at = (stage, done, total), now
+        try:
+            self._report(stage, done, total)
+        except Exception:  # noqa: BLE001  a broken display, never a broken call
+            log.warning("progress reporter failed; no more progress for this call", exc_info=True)
+            self._report = None
+
+
+def _throttled(progress: ProgressFn | None) -> _Throttled | None:
+    return _Throttled(progress) if progress is not None else None
+
+
 def common_prefix_length(a: np.ndarray, b: Sequence[int]) -> int:
     n = min(len(a), len(b))
     if n == 0:
@@ -249,7 +299,13 @@ class LocalModel:
         return len(self.tokenize(text))
 
     def complete(
-        self, prompt: str, *, schema: dict | None, max_tokens: int, session: str | None = None
+        self,
+        prompt: str,
+        *,
+        schema: dict | None,
+        max_tokens: int,
+        session: str | None = None,
+        progress: ProgressFn | None = None,
     ) -> Completion:
         tokens = self.tokenize(prompt)
         if not tokens:
@@ -260,7 +316,7 @@ class LocalModel:
             started = time.perf_counter()
             try:
                 self._switch_to(session)
-                return self._generate(tokens, grammar, max_tokens, started)
+                return self._generate(tokens, grammar, max_tokens, started, _throttled(progress))
             except AgentdError:
                 raise
             except Exception as e:
@@ -269,14 +325,20 @@ class LocalModel:
                 raise InferenceError(f"llama.cpp failed on {self.name}: {e}") from e
 
     async def acomplete(
-        self, prompt: str, *, schema: dict | None, max_tokens: int, session: str | None = None
+        self,
+        prompt: str,
+        *,
+        schema: dict | None,
+        max_tokens: int,
+        session: str | None = None,
+        progress: ProgressFn | None = None,
     ) -> Completion:
         # Not abandon_on_cancel: a cancelled caller waits for the thread, so the limiter is never released
         # while llama.cpp still runs.
-        return await anyio.to_thread.run_sync(
-            functools.partial(self.complete, prompt, schema=schema, max_tokens=max_tokens, session=session),
-            limiter=self._limiter,
+        call = functools.partial(
+            self.complete, prompt, schema=schema, max_tokens=max_tokens, session=session, progress=progress
         )
+        return await anyio.to_thread.run_sync(call, limiter=self._limiter)
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -347,11 +409,40 @@ class LocalModel:
             return common
         return common - 1
 
-    def _generate(self, tokens: list[int], grammar, max_tokens: int, started: float) -> Completion:
+    def _evaluate(self, tokens: list[int], cached: int, report: _Throttled) -> None:
+        """Evaluate the prompt past its cached prefix in batches of n_batch, reporting each batch.
+
+        The batches are the ones `Llama.generate` would decode itself: from the same first token (what
+        `_reused_prefix` predicts it would reuse), n_batch at a time, the last prompt token in the last
+        batch. generate() then finds the whole prompt evaluated with live logits, samples at once, and
+        the greedy answer is the one it would have given.
+        """
+        llama = self._llama
+        todo = tokens[cached:]
+        if not todo:
+            return
+        if cached == 0:
+            llama.reset()
+        else:
+            llama.n_tokens = cached  # eval() drops the KV cells from here on before decoding
+        total = len(todo)
+        report("evaluating", 0, total)
+        for start in range(0, total, llama.n_batch):
+            llama.eval(todo[start : start + llama.n_batch])
+            done = min(start + llama.n_batch, total)
+            report("evaluating", done, total, last=done == total)
+
+    def _generate(
+        self, tokens: list[int], grammar, max_tokens: int, started: float, report: _Throttled | None = None
+    ) -> Completion:
         import llama_cpp
 
         llama = self._llama
         cached = self._reused_prefix(tokens)
+        if report is not None:
+            # Only a watched call evaluates the prompt itself, to say how far it got; otherwise
+            # generate() does the same decodes in one go.
+            self._evaluate(tokens, cached, report)
         vocab = llama._model.vocab
         answer: list[int] = []
         first_at: float | None = None
@@ -365,9 +456,13 @@ class LocalModel:
                     finish_reason = "stop"
                     break
                 answer.append(token)
+                if report is not None:
+                    report("generating", len(answer), max_tokens)
                 if len(answer) >= max_tokens:
                     break
         ended = time.perf_counter()
+        if report is not None:
+            report("generating", len(answer), max_tokens, last=True)
         first_at = first_at or ended
         text = llama.detokenize(answer, prev_tokens=tokens).decode("utf-8", errors="replace")
         stats = CallStats(
@@ -452,7 +547,13 @@ class HttpModel:
         return len(self.tokenize(text))
 
     def complete(
-        self, prompt: str, *, schema: dict | None, max_tokens: int, session: str | None = None
+        self,
+        prompt: str,
+        *,
+        schema: dict | None,
+        max_tokens: int,
+        session: str | None = None,
+        progress: ProgressFn | None = None,
     ) -> Completion:
         prompt_tokens = self.count(prompt)
         check_fits(prompt_tokens, max_tokens, self.n_ctx, self.name)
@@ -469,7 +570,11 @@ class HttpModel:
             body["grammar"] = schema_grammar(schema)
         if self._model:
             body["model"] = self._model
+        report = _throttled(progress)
         started = time.perf_counter()
+        if report is not None:
+            # The server does not stream its prompt evaluation: one report that it has the whole prompt.
+            report("evaluating", 0, prompt_tokens)
         first_at: float | None = None
         parts: list[str] = []
         chunks = 0
@@ -483,10 +588,14 @@ class HttpModel:
                     first_at = time.perf_counter()
                 parts.append(choice["text"])
                 chunks += 1
+                if report is not None:
+                    report("generating", chunks, max_tokens)
             finish_reason = choice.get("finish_reason") or finish_reason
             usage = event.get("usage") or usage
             timings = event.get("timings") or timings
         ended = time.perf_counter()
+        if report is not None:
+            report("generating", chunks, max_tokens, last=True)
         first_at = first_at or ended
         cached = timings.get("cache_n")
         stats = CallStats(
@@ -501,12 +610,18 @@ class HttpModel:
         return Completion(text="".join(parts), stats=stats, finish_reason=finish_reason)
 
     async def acomplete(
-        self, prompt: str, *, schema: dict | None, max_tokens: int, session: str | None = None
+        self,
+        prompt: str,
+        *,
+        schema: dict | None,
+        max_tokens: int,
+        session: str | None = None,
+        progress: ProgressFn | None = None,
     ) -> Completion:
-        return await anyio.to_thread.run_sync(
-            functools.partial(self.complete, prompt, schema=schema, max_tokens=max_tokens, session=session),
-            limiter=self._limiter,
+        call = functools.partial(
+            self.complete, prompt, schema=schema, max_tokens=max_tokens, session=session, progress=progress
         )
+        return await anyio.to_thread.run_sync(call, limiter=self._limiter)
 
     def stats(self) -> dict[str, Any]:
         return {"model": self.name, "base_url": self.base_url, "n_ctx": self.n_ctx, "template": self.template.origin}

@@ -1,0 +1,152 @@
+"""Progress of a running decision: what the model reports while it evaluates and generates, and who shows it."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from runtime.inference import HttpModel, Message, _Throttled
+from runtime.model_file import bundled_model_path
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"action": {"enum": ["a", "b"]}, "n": {"type": "integer"}},
+    "required": ["action", "n"],
+}
+
+
+def rules(topic: str, count: int) -> str:
+    rule = "Rule {i}: when the {topic} request number {i} arrives, log it and answer briefly."
+    return "\n".join(rule.format(i=i, topic=topic) for i in range(count))
+
+
+def figures(completion) -> tuple:
+    s = completion.stats
+    return (completion.text, completion.finish_reason, s.prompt_tokens, s.cached_tokens, s.evaluated_tokens,
+            s.completion_tokens)
+
+
+def four_calls(model, watched: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[list[tuple], list[list[tuple]]]:
+    """From an empty context: a cold prompt of several batches, another question on the same system
+    prompt (the context diverges midway), one that extends that, and the same again.
+
+    Watched, each call's log holds its progress reports and, as ("eval", n), each llama.cpp evaluation.
+    """
+    model._llama.reset()
+    log: list[tuple] = []
+    evaluate = model._llama.eval
+    monkeypatch.setattr(model._llama, "eval", lambda tokens: (log.append(("eval", len(tokens))), evaluate(tokens)))
+    system = Message("system", rules("parcel", 60) + '\nAnswer with a JSON object like {"action": "a", "n": 1}.')
+    calls = []
+    logs: list[list[tuple]] = []
+
+    def complete(messages: list[Message], **kw):
+        log.clear()
+        progress = (lambda *r: log.append(r)) if watched else None
+        calls.append(model.complete(model.render(messages), session="progress", progress=progress, **kw))
+        logs.append(list(log))
+        return calls[-1]
+
+    complete([system, Message("user", "Which rule covers request 17?")], schema=SCHEMA, max_tokens=48)
+    question = [system, Message("user", "Which rule covers request 41? Choose an action.")]
+    second = complete(question, schema=None, max_tokens=12)
+    longer = [*question, Message("assistant", second.text), Message("user", "And request 40?")]
+    complete(longer, schema=SCHEMA, max_tokens=48)
+    complete(longer, schema=SCHEMA, max_tokens=48)
+    monkeypatch.undo()
+    return [figures(c) for c in calls], logs
+
+
+def test_a_watched_prompt_gives_the_same_completion_and_token_figures_as_an_unwatched_one(
+    model, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain, _ = four_calls(model, False, monkeypatch)
+    watched, logs = four_calls(model, True, monkeypatch)
+    assert watched == plain
+    n_batch = model._llama.n_batch
+    (_, _, cold, _, _, _), (_, _, _, diverged, _, _), (_, _, _, extended, _, _), (_, _, _, _, again, _) = plain
+    assert plain[0][4] > 2 * n_batch, "the cold prompt should take several batches"
+    assert 0 < diverged < cold - 5 and extended > plain[1][2] - 2 and again <= 1, "the calls should reuse as planned"
+
+    for (_, _, _, _, evaluated, generated), log in zip(watched, logs):
+        evaluating = [r for r in log if r[0] == "evaluating"]
+        generating = [r for r in log if r[0] == "generating"]
+        before_first_token = log[: log.index(generating[0])]
+        # The prompt was evaluated exactly once, by the reported batches: generate() evaluated none of it again.
+        assert sum(r[1] for r in before_first_token if r[0] == "eval") == evaluated
+        if evaluated:
+            assert evaluating[0] == ("evaluating", 0, evaluated) and evaluating[-1] == ("evaluating", evaluated, evaluated)
+            assert [d for _, d, _ in evaluating] == sorted({d for _, d, _ in evaluating})
+            assert all(d % n_batch == 0 or d == evaluated for _, d, _ in evaluating), "one report per batch"
+        else:
+            assert evaluating == []
+        assert generating[-1] == ("generating", generated, generating[-1][2])
+        assert [r for r in log if r[0] != "eval"] == evaluating + generating, "evaluation is reported first"
+
+
+class Clock:
+    def __init__(self, step: float) -> None:
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_progress_is_reported_at_most_ten_times_a_second_but_keeps_each_stages_first_and_last() -> None:
+    seen: list[tuple] = []
+    stuck = _Throttled(lambda *r: seen.append(r), clock=Clock(0.0))
+    stuck("evaluating", 0, 900)
+    stuck("evaluating", 512, 900)
+    stuck("evaluating", 900, 900, last=True)
+    for n in range(1, 201):
+        stuck("generating", n, 256)
+    stuck("generating", 200, 256, last=True)
+    assert seen == [("evaluating", 0, 900), ("evaluating", 900, 900), ("generating", 1, 256), ("generating", 200, 256)]
+
+    seen.clear()
+    steady = _Throttled(lambda *r: seen.append(r), clock=Clock(0.04))
+    for n in range(1, 101):
+        steady("generating", n, 256)
+    steady("generating", 100, 256, last=True)
+    # A token every 0.04 s: the first, then every third one (0.12 s on), which lands on the last.
+    assert len(seen) == 34 and seen[0] == ("generating", 1, 256) and seen[-1] == ("generating", 100, 256)
+
+
+def test_a_reporter_that_raises_does_not_fail_the_call(model) -> None:
+    calls = []
+
+    def broken(*report) -> None:
+        calls.append(report)
+        raise BrokenPipeError("the terminal went away")
+
+    prompt = model.render([Message("user", "Say hi.")])
+    completion = model.complete(prompt, schema=None, max_tokens=4, progress=broken)
+    assert completion.stats.completion_tokens > 0
+    assert len(calls) == 1, "a broken reporter is left alone after its first failure"
+
+
+@pytest.fixture
+def scripted_endpoint(tmp_path: Path):
+    from tests.model_server import Script, serve
+    from tests.test_daemon import free_port
+    from tests.test_daemon_crash import wait_for_port
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"delay_s": 0.0, "replies": [{"action": "a", "n": 1}]}))
+    port = free_port()
+    threading.Thread(target=serve, args=(port, Script(script)), daemon=True).start()
+    wait_for_port(port)
+    return f"http://127.0.0.1:{port}"
+
+
+def test_an_endpoint_reports_the_whole_prompt_once_then_each_streamed_chunk(scripted_endpoint: str) -> None:
+    remote = HttpModel(scripted_endpoint, template_from=bundled_model_path(), n_ctx=2048)
+    prompt = remote.render([Message("user", "Choose a and 1.")])
+    seen: list[tuple] = []
+    completion = remote.complete(prompt, schema=SCHEMA, max_tokens=48, progress=lambda *r: seen.append(r))
+    assert json.loads(completion.text) == {"action": "a", "n": 1}
+    assert seen == [("evaluating", 0, remote.count(prompt)), ("generating", 1, 48)]
