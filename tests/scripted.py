@@ -27,13 +27,19 @@ class ScriptedModel:
     def count(self, text: str) -> int:
         return self.real.count(text)
 
-    def complete(self, prompt: str, *, schema: dict | None, max_tokens: int, session: str | None = None) -> Completion:
+    def complete(
+        self, prompt: str, *, schema: dict | None, max_tokens: int, session: str | None = None, progress=None
+    ) -> Completion:
         if not self.replies:
             raise AssertionError("the script ran out of replies")
         self.prompts.append(prompt)
         text = self.replies.pop(0)
-        tokens = self.count(prompt)
-        return Completion(text, CallStats(tokens, 0, tokens, self.count(text), 0.0, 0.0), "stop")
+        tokens, out = self.count(prompt), self.count(text)
+        if progress is not None:
+            # What a real model reports, in one go: the whole prompt evaluated, then the whole reply.
+            for report in (("evaluating", 0, tokens), ("evaluating", tokens, tokens), ("generating", out, max_tokens)):
+                progress(*report)
+        return Completion(text, CallStats(tokens, 0, tokens, out, 0.0, 0.0), "stop")
 
     async def acomplete(self, prompt: str, **kw: Any) -> Completion:
         return self.complete(prompt, **kw)
