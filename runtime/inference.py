@@ -266,6 +266,10 @@ class LocalModel:
         self.n_ctx: int = self._llama.n_ctx()
         self.n_ctx_train: int = self._llama._model.n_ctx_train()
         self.template = ChatTemplate.of_model(self._llama._model, origin=f"model file {self.path}")
+        if self.template is None:
+            # Refused at load, before any task is touched, rather than at the first prompt.
+            self._llama.close()
+            raise _no_template(f"model file {self.path}")
         self._bos = self._llama.token_bos()
         self._add_bos = self._llama._model.add_bos_token() and self._bos != -1
         self._lock = threading.Lock()
@@ -628,7 +632,7 @@ class HttpModel:
 
     def _template(self, template_from: Path | None, props: dict) -> ChatTemplate:
         if template_from is not None:
-            return _template_of_file(Path(template_from))
+            return template_of_file(Path(template_from))
         if props.get("chat_template"):
             return ChatTemplate(
                 props["chat_template"],
@@ -701,7 +705,7 @@ class HttpModel:
             raise EndpointError(f"{url} did not respond: {getattr(e, 'reason', e)}") from None
 
 
-def _template_of_file(path: Path) -> ChatTemplate:
+def template_of_file(path: Path) -> ChatTemplate:
     import llama_cpp
     from llama_cpp._internals import LlamaModel
 

@@ -50,11 +50,28 @@ def store(db_url: str):
 
 @pytest.fixture(scope="module")
 def model():
-    """The bundled model, loaded once per test module, with no KV-state cache between tasks."""
-    from runtime.inference import LocalModel
-    from runtime.model_file import bundled_model_path
+    """The smoke model, loaded once per test module, with no KV-state cache between tasks.
 
-    return LocalModel(bundled_model_path(), kv_cache_bytes=0)
+    Tests that need the model's judgement load the default model themselves.
+    """
+    from runtime.inference import LocalModel
+    from runtime.model_file import smoke_model_path
+
+    return LocalModel(smoke_model_path(), kv_cache_bytes=0)
+
+
+@pytest.fixture(scope="session")
+def untemplated_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real GGUF model file without a chat template: the smoke model with its template key renamed."""
+    from runtime.model_file import smoke_model_path
+
+    data = bytearray(smoke_model_path().read_bytes())
+    key = b"tokenizer.chat_template"
+    at = data.index(key)
+    data[at : at + len(key)] = b"tokenizer.chat_templatX"  # same length: every offset after it still holds
+    path = tmp_path_factory.mktemp("untemplated") / "untemplated.gguf"
+    path.write_bytes(data)
+    return path
 
 
 def run_agentd(*args: str, env: dict[str, str] | None = None, input: str | None = None, timeout: float = 60):

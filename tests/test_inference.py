@@ -1,10 +1,9 @@
-"""The inference layer against the real bundled model: template, counts, schemas, prefix reuse, sessions, HTTP."""
+"""The inference layer against the real smoke model: template, counts, schemas, prefix reuse, sessions, HTTP."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
 import socket
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from runtime.inference import (
     load_model,
     schema_grammar,
 )
-from runtime.model_file import bundled_model_path
+from runtime.model_file import smoke_model_path
 from store.errors import ContextOverflow, InferenceError, ModelFileError
 
 pytestmark = pytest.mark.slow
@@ -69,7 +68,7 @@ def record_evals(llm, monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 @pytest.fixture(scope="module")
 def model_path() -> Path:
-    return bundled_model_path()
+    return smoke_model_path()
 
 
 @pytest.fixture(scope="module")
@@ -99,21 +98,10 @@ def test_render_uses_the_models_chatml_template(model) -> None:
     assert model.render([Message("user", "Hi")]).startswith("<|im_start|>system\nYou are a helpful AI assistant")
 
 
-def test_a_model_without_a_template_is_a_clear_error(model_path: Path, tmp_path: Path) -> None:
-    # The same GGUF with its template key renamed: a real model file that carries no chat template.
-    untemplated = tmp_path / "untemplated.gguf"
-    shutil.copyfile(model_path, untemplated)
-    data = bytearray(untemplated.read_bytes())
-    key = b"tokenizer.chat_template"
-    data[data.index(key) : data.index(key) + len(key)] = b"tokenizer.chat_templatX"
-    untemplated.write_bytes(data)
-
-    bare = LocalModel(untemplated, n_ctx=256)
-    try:
-        with pytest.raises(ModelFileError, match="no chat template"):
-            bare.render([Message("user", "Hi")])
-    finally:
-        bare.close()
+def test_a_model_without_a_template_is_refused_at_load(untemplated_gguf: Path) -> None:
+    # Refused when loaded, before any task could reach its first prompt.
+    with pytest.raises(ModelFileError, match=f"{untemplated_gguf} carries no chat template"):
+        LocalModel(untemplated_gguf, n_ctx=256)
 
 
 def test_count_matches_the_tokens_evaluated(model_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
