@@ -11,6 +11,7 @@ from runtime import logs
 from runtime.cli._app import App
 from runtime.cli.approvals import approvals
 from runtime.cli.db import db
+from runtime.cli.eval import eval_
 from runtime.cli.events import events
 from runtime.cli.lifecycle import start, status, stop
 from runtime.cli.model import model
@@ -45,7 +46,7 @@ def cli(ctx: click.Context, config_file: Path | None, data_dir: Path | None) -> 
     ctx.call_on_close(app.close)
 
 
-for command in (serve, start, stop, status, task, schedule, approvals, notifications, events, replay, db, model, skills):
+for command in (serve, start, stop, status, task, schedule, approvals, notifications, events, replay, db, model, skills, eval_):
     cli.add_command(command)
 
 

@@ -1,0 +1,345 @@
+"""Eval cases: seed 000's task-set format plus what workspace tasks need, loaded and checked strictly.
+
+A case file is YAML: either a list of cases (seed 000's format as it stands) or a mapping with
+`defaults:` (merged into each case) and `cases:`. Anything the format does not know is an error, and
+so is a path that does not exist, a regex that does not compile, or a placeholder nobody fills in:
+the first one found is reported in one line naming the file, the case and the field, before anything
+runs. A typo in `forbidden_tools` would otherwise make the check pass by checking nothing.
+
+Paths to things outside the scratch folder (`plugins`, `skills_dirs`, `copy` sources) are relative to
+the case file, so a file runs the same from any folder. Paths inside a run (`files`, `copy`
+destinations, `knowledge`) are relative to the run's scratch folder or workspace and may not leave it.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+
+from store.errors import AgentdError
+
+Ending = Literal["completed", "escalated", "awaiting_approval", "failed"]
+Effect = Literal["write", "external"]
+Decision = Literal["grant", "deny"]
+
+# What `{name}` may stand for in an `env` value: the run's folders, known only once the run starts.
+PLACEHOLDERS = ("scratch", "workspace", "data_dir", "case_dir")
+# Steps a case may take when it sets no `expect.max_steps`: the runtime's own cap (40) would let a
+# looping small model spend minutes on a run the eval already knows is lost.
+DEFAULT_MAX_STEPS = 10
+
+
+class CaseFileError(AgentdError):
+    """A case file cannot be used as it is; nothing has run."""
+
+    exit_code = 2
+
+
+class _Strict(BaseModel):
+    # YAML reads `plan: 3` as a number; a fact or a needle is text all the same.
+    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
+
+
+Needle = str | tuple[str, ...]
+"""Text an answer must contain, case-insensitively; a list means any one of them (`[3, three]`)."""
+
+
+class FileExpect(_Strict):
+    """What one file in the workspace must look like after the run."""
+
+    contains: tuple[Needle, ...] = ()
+    not_contains: tuple[str, ...] = ()
+    equals: str | None = None
+    matches: str | None = None
+    absent: bool = False
+
+    @field_validator("contains", mode="before")
+    @classmethod
+    def _one_or_many(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("matches")
+    @classmethod
+    def _compiles(cls, v: str | None) -> str | None:
+        return _regex(v)
+
+    @model_validator(mode="after")
+    def _absent_alone(self) -> FileExpect:
+        if self.absent and (self.contains or self.equals is not None or self.matches or self.not_contains):
+            raise ValueError("absent: true cannot be combined with checks of the file's content")
+        return self
+
+
+class Expect(_Strict):
+    """The machine checks of a run; every one is read from the run's events or its workspace."""
+
+    ending: tuple[Ending, ...] = ("completed",)
+    answer_contains: tuple[Needle, ...] = ()
+    answer_matches: str | None = None
+    answer_not_contains: tuple[str, ...] = ()
+    files: dict[str, FileExpect] = {}
+    max_steps: int | None = Field(None, ge=1)
+
+    @field_validator("ending", mode="before")
+    @classmethod
+    def _one_or_many(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("answer_contains", mode="before")
+    @classmethod
+    def _needles(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("answer_matches")
+    @classmethod
+    def _compiles(cls, v: str | None) -> str | None:
+        return _regex(v)
+
+    @field_validator("files")
+    @classmethod
+    def _inside(cls, v: dict[str, FileExpect]) -> dict[str, FileExpect]:
+        for path in v:
+            # `..` may reach the run's scratch folder around the workspace (a write that escaped it),
+            # never further: the check reads nothing outside the run.
+            _relative(path, allow_up=1)
+        return v
+
+
+class _Shared(_Strict):
+    """Fields a file's `defaults:` may set for all its cases."""
+
+    group: str | None = None
+    plugins: tuple[str, ...] = ()
+    skills_dirs: tuple[str, ...] = ()
+    profile: str | None = None
+    tenant: str | None = None
+    actor: dict[str, str] = {}
+    allow: tuple[Effect, ...] = ()
+    env: dict[str, str] = {}
+    copy_: dict[str, str] = Field({}, alias="copy")
+    files: dict[str, str] = {}
+    knowledge: dict[str, str] = {}
+    approvals: dict[str, Decision] = {}
+    forbidden_tools: tuple[str, ...] = ()
+    must_not_contain: tuple[str, ...] = ()
+    secrets: tuple[str, ...] = ()
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, value in v.items():
+            if name.upper().startswith("AGENTD_"):
+                raise ValueError(f"{name}: agentd's own settings cannot be set per case (they are read once)")
+            for _, field, _, _ in string.Formatter().parse(value):
+                if field is not None and field not in PLACEHOLDERS:
+                    raise ValueError(
+                        f"{name}: unknown placeholder {{{field}}}; known: {', '.join('{%s}' % p for p in PLACEHOLDERS)}"
+                    )
+        return v
+
+    @field_validator("files", "knowledge")
+    @classmethod
+    def _inside(cls, v: dict[str, str]) -> dict[str, str]:
+        for path in v:
+            _relative(path)
+        return v
+
+    @field_validator("copy_")
+    @classmethod
+    def _destinations(cls, v: dict[str, str]) -> dict[str, str]:
+        for dest in v.values():
+            _relative(dest)
+        return v
+
+    @field_validator("actor")
+    @classmethod
+    def _actor(cls, v: dict[str, str]) -> dict[str, str]:
+        for key in v:
+            if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", key):
+                raise ValueError(f"{key!r} is not a fact name (lower case letters, digits and _)")
+        return v
+
+
+class Defaults(_Shared):
+    pass
+
+
+class Case(_Shared):
+    """One task and what must be true of its run. `fixture` and `expected_outcome` are for people."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+    input: str = Field(min_length=1)
+    fixture: str | None = None
+    expected_outcome: str | None = None
+    required_evidence: tuple[str, ...] = ()
+    required_tools: tuple[str, ...] = ()
+    expect: Expect = Expect()
+    # Where the case came from, set by the loader: not part of the format.
+    _source: str = PrivateAttr("")
+    _folder: Path = PrivateAttr(Path("."))
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Case:
+        actor_tenant = self.actor.get("tenant")
+        if actor_tenant is not None and self.tenant is not None and actor_tenant != self.tenant:
+            raise ValueError(f"actor.tenant {actor_tenant!r} and tenant {self.tenant!r} disagree")
+        both = set(self.required_tools) & set(self.forbidden_tools)
+        if both:
+            raise ValueError(f"{', '.join(sorted(both))} is both required and forbidden")
+        return self
+
+    @property
+    def task_tenant(self) -> str:
+        return self.actor.get("tenant") or self.tenant or "default"
+
+    @property
+    def context(self) -> dict[str, str]:
+        """The actor's facts other than the tenant: trusted request context for the task."""
+        return {k: v for k, v in self.actor.items() if k != "tenant"}
+
+    @property
+    def task_profile(self) -> str:
+        return self.profile or "workspace"
+
+    @property
+    def step_cap(self) -> int:
+        return self.expect.max_steps or DEFAULT_MAX_STEPS
+
+    @property
+    def copies(self) -> dict[str, str]:
+        return self.copy_
+
+    @property
+    def source(self) -> str:
+        return self._source
+
+    def path(self, relative: str) -> Path:
+        """A path the case names outside the run (a plugin, a file to copy), from the case file's folder."""
+        return (self._folder / relative).resolve()
+
+
+class _File(_Strict):
+    defaults: Defaults = Defaults()
+    cases: list[dict[str, Any]]
+
+
+def load(paths: list[Path]) -> list[Case]:
+    """Every case of every file, in order; raises CaseFileError at the first problem."""
+    cases: list[Case] = []
+    seen: dict[str, str] = {}
+    for path in paths:
+        for case in load_file(path):
+            if case.name in seen:
+                raise CaseFileError(f"{path}: case {case.name!r}: name: also used in {seen[case.name]}")
+            seen[case.name] = str(path)
+            cases.append(case)
+    return cases
+
+
+def load_file(path: Path) -> list[Case]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CaseFileError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise CaseFileError(f"{path}: cannot be read: {e}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise CaseFileError(f"{path}: not valid YAML{where}: {problem}") from None
+    if isinstance(data, list):
+        data = {"cases": data}
+    if not isinstance(data, dict):
+        raise CaseFileError(f"{path}: expected a list of cases, or a mapping with defaults: and cases:")
+    try:
+        shape = _File.model_validate(data)
+    except ValidationError as e:
+        raise CaseFileError(f"{path}: {_first(e)}") from None
+    defaults = shape.defaults.model_dump(by_alias=True, exclude_unset=True)
+    if not shape.cases:
+        raise CaseFileError(f"{path}: cases: the file holds no case")
+    cases: list[Case] = []
+    names: set[str] = set()
+    for i, raw in enumerate(shape.cases, start=1):
+        label = _label(raw, i)
+        if not isinstance(raw, dict):
+            raise CaseFileError(f"{path}: {label}: a case is a mapping of fields")
+        try:
+            case = Case.model_validate(merge(defaults, raw))
+        except ValidationError as e:
+            raise CaseFileError(f"{path}: {label}: {_first(e)}") from None
+        if case.name in names:
+            raise CaseFileError(f"{path}: {label}: name: two cases are called {case.name!r}")
+        names.add(case.name)
+        case._source, case._folder = str(path), path.resolve().parent
+        _check_paths(path, label, case)
+        cases.append(case)
+    return cases
+
+
+def merge(defaults: dict[str, Any], case: dict[str, Any]) -> dict[str, Any]:
+    """A case over its file's defaults: mappings merge key by key (the case wins), lists are joined
+    (a case adds to the file's forbidden tools, never drops one), other values the case replaces."""
+    out = dict(defaults)
+    for key, value in case.items():
+        base = out.get(key)
+        if isinstance(base, dict) and isinstance(value, dict):
+            out[key] = {**base, **value}
+        elif isinstance(base, (list, tuple)) and isinstance(value, (list, tuple)):
+            out[key] = list(dict.fromkeys([*base, *value]))
+        else:
+            out[key] = value
+    return out
+
+
+def _check_paths(path: Path, label: str, case: Case) -> None:
+    for field, names in (("plugins", case.plugins), ("skills_dirs", case.skills_dirs), ("copy", case.copies)):
+        for name in names:
+            target = case.path(name)
+            if not target.exists():
+                raise CaseFileError(f"{path}: {label}: {field}: {name} does not exist (looked for {target})")
+
+
+def _relative(path: str, allow_up: int = 0) -> str:
+    p = PurePosixPath(path)
+    if p.is_absolute() or not path.strip():
+        raise ValueError(f"{path!r} must be a relative path")
+    depth = 0
+    for part in p.parts:
+        depth += -1 if part == ".." else (0 if part == "." else 1)
+        if depth < -allow_up:
+            raise ValueError(f"{path!r} leads out of the run's folder")
+    return path
+
+
+def _regex(pattern: str | None) -> str | None:
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise ValueError(f"not a valid regular expression: {e}") from None
+    return pattern
+
+
+def _label(raw: Any, i: int) -> str:
+    name = raw.get("name") if isinstance(raw, dict) else None
+    return f"case {name!r}" if isinstance(name, str) and name else f"case #{i}"
+
+
+def _first(e: ValidationError) -> str:
+    err = e.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"]) or "case"
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        msg = "not a field of the case format"
+    elif err["type"] == "missing":
+        msg = "required"
+    elif isinstance(err.get("input"), bool):
+        msg += " (YAML reads yes, no, on and off as true or false: quote the text)"
+    return f"{loc.replace('copy_', 'copy')}: {msg}"
