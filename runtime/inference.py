@@ -30,8 +30,9 @@ GBNF_CACHE_SIZE = 64
 # Progress reports are for people watching; more than about ten a second is noise that costs a redraw each.
 PROGRESS_INTERVAL_S = 0.1
 
-# `progress(stage, done, total)`: "evaluating" with prompt tokens evaluated of those not cached, then
-# "generating" with tokens generated of at most max_tokens. Called from the thread the model runs in.
+# `progress(stage, done, total)`: "evaluating" with the prompt tokens in the KV cache so far of the prompt's
+# tokens (the first report says how many were cached already), then "generating" with tokens generated of
+# at most max_tokens. Called from the thread the model runs in.
 ProgressFn = Callable[[str, int, int], None]
 
 log = logs.get_logger("agentd.inference")
@@ -414,7 +415,8 @@ class LocalModel:
         return common - 1
 
     def _evaluate(self, tokens: list[int], cached: int, report: _Throttled) -> None:
-        """Evaluate the prompt past its cached prefix in batches of n_batch, reporting each batch.
+        """Evaluate the prompt past its cached prefix in batches of n_batch, reporting the prompt tokens
+        in the KV cache after each (the first report is the cached prefix, the last the whole prompt).
 
         The batches are the ones `Llama.generate` would decode itself: from the same first token (what
         `_reused_prefix` predicts it would reuse), n_batch at a time, the last prompt token in the last
@@ -422,17 +424,16 @@ class LocalModel:
         the greedy answer is the one it would have given.
         """
         llama = self._llama
-        todo = tokens[cached:]
-        if not todo:
+        total = len(tokens)
+        report("evaluating", cached, total, last=cached == total)
+        if cached == total:
             return
         if cached == 0:
             llama.reset()
         else:
             llama.n_tokens = cached  # eval() drops the KV cells from here on before decoding
-        total = len(todo)
-        report("evaluating", 0, total)
-        for start in range(0, total, llama.n_batch):
-            llama.eval(todo[start : start + llama.n_batch])
+        for start in range(cached, total, llama.n_batch):
+            llama.eval(tokens[start : start + llama.n_batch])
             done = min(start + llama.n_batch, total)
             report("evaluating", done, total, last=done == total)
 

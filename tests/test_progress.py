@@ -71,18 +71,16 @@ def test_a_watched_prompt_gives_the_same_completion_and_token_figures_as_an_unwa
     assert plain[0][4] > 2 * n_batch, "the cold prompt should take several batches"
     assert 0 < diverged < cold - 5 and extended > plain[1][2] - 2 and again <= 1, "the calls should reuse as planned"
 
-    for (_, _, _, _, evaluated, generated), log in zip(watched, logs):
+    for (_, _, prompt, cached, evaluated, generated), log in zip(watched, logs):
         evaluating = [r for r in log if r[0] == "evaluating"]
         generating = [r for r in log if r[0] == "generating"]
         before_first_token = log[: log.index(generating[0])]
         # The prompt was evaluated exactly once, by the reported batches: generate() evaluated none of it again.
         assert sum(r[1] for r in before_first_token if r[0] == "eval") == evaluated
-        if evaluated:
-            assert evaluating[0] == ("evaluating", 0, evaluated) and evaluating[-1] == ("evaluating", evaluated, evaluated)
-            assert [d for _, d, _ in evaluating] == sorted({d for _, d, _ in evaluating})
-            assert all(d % n_batch == 0 or d == evaluated for _, d, _ in evaluating), "one report per batch"
-        else:
-            assert evaluating == []
+        # From what was cached to the whole prompt, a report per batch.
+        assert evaluating[0] == ("evaluating", cached, prompt) and evaluating[-1] == ("evaluating", prompt, prompt)
+        assert [d for _, d, _ in evaluating] == sorted({d for _, d, _ in evaluating})
+        assert all((d - cached) % n_batch == 0 or d == prompt for _, d, _ in evaluating)
         assert generating[-1] == ("generating", generated, generating[-1][2])
         assert [r for r in log if r[0] != "eval"] == evaluating + generating, "evaluation is reported first"
 
