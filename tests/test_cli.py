@@ -136,8 +136,8 @@ def test_db_upgrade_and_check(agentd) -> None:
     assert checked.returncode == 0 and checked.stdout.strip() == "ok"
 
 
-def test_model_path_finds_the_bundled_gguf(agentd) -> None:
-    result = agentd("model", "path")
+def test_model_path_finds_the_configured_gguf(agentd) -> None:
+    result = agentd("model", "path", env={"AGENTD_MODEL": "smollm2-135m"})
     assert result.returncode == 0, result.stderr
     path = Path(result.stdout.strip())
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -236,3 +236,76 @@ def test_a_gguf_without_a_chat_template_is_refused(untemplated_gguf: Path) -> No
 def _write(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
+
+
+# -- the CLI --------------------------------------------------------------------------------------
+
+
+def test_model_list_shows_size_licence_install_state_default_and_configured(agentd, tmp_path: Path) -> None:
+    env = {"AGENTD_MODELS_DIR": str(tmp_path / "models"), "AGENTD_MODEL": SMOKE_MODEL}
+    listed = json.loads(agentd("model", "list", "--json", env=env).stdout)
+    rows = {m["name"]: m for m in listed["models"]}
+    assert list(rows) == list(KNOWN_MODELS)
+    assert (listed["default"], listed["configured"]) == (DEFAULT_MODEL, SMOKE_MODEL)
+    assert rows[DEFAULT_MODEL]["default"] and not rows[DEFAULT_MODEL]["configured"]
+    assert rows[SMOKE_MODEL]["configured"] and rows[SMOKE_MODEL]["path"] == str(smoke_model_path())
+    # The default's wheels are installed with agentd; in a fresh models_dir it is joined on first use.
+    assert rows[DEFAULT_MODEL]["installed"] and rows[DEFAULT_MODEL]["path"] is None
+    assert rows[DEFAULT_MODEL]["size"] == 491_400_064 and rows[DEFAULT_MODEL]["licence"] == "Apache-2.0"
+
+    table = agentd("model", "list", env=env).stdout
+    assert table.splitlines()[0].split() == ["NAME", "SIZE", "LICENCE", "INSTALLED", "DEFAULT", "CONFIGURED",
+                                             "DESCRIPTION"]
+    assert "yes (joined on first use)" in table
+
+
+def test_model_use_writes_the_setting_into_the_config_file_in_use(agentd, tmp_path: Path) -> None:
+    used = agentd("model", "use", SMOKE_MODEL)
+    assert used.returncode == 0, used.stderr
+    assert (tmp_path / "agentd.toml").read_text() == 'model = "smollm2-135m"\n'
+    assert agentd("model", "path").stdout.strip() == str(smoke_model_path())
+
+    config = tmp_path / "other.toml"
+    config.write_text('# my settings\nport = 8800\nmodel = "/old/model.gguf"  # the old one\nlog_level = "debug"\n')
+    copy = tmp_path / "copy.gguf"
+    copy.write_bytes(smoke_model_path().read_bytes())
+    assert agentd("--config", str(config), "model", "use", "copy.gguf").returncode == 0
+    assert config.read_text() == (
+        f'# my settings\nport = 8800\nmodel = "{copy}"  # the old one\nlog_level = "debug"\n'
+    )
+
+    named = tmp_path / "named.toml"
+    named.write_text("port = 8801\n")
+    assert agentd("model", "use", SMOKE_MODEL, env={"AGENTD_CONFIG": str(named)}).returncode == 0
+    assert tomllib.loads(named.read_text()) == {"port": 8801, "model": SMOKE_MODEL}
+
+
+@pytest.mark.parametrize(
+    ("argument", "expected"),
+    [("no-such-model", "no known model 'no-such-model'"), ("fake.gguf", "is not a GGUF file"),
+     ("missing.gguf", "does not exist"), ("untemplated", "no chat template")],
+)
+def test_model_use_refuses_bad_input_and_writes_nothing(agentd, tmp_path: Path, untemplated_gguf: Path,
+                                                        argument: str, expected: str) -> None:
+    (tmp_path / "fake.gguf").write_bytes(b"not a model at all")
+    if argument == "untemplated":
+        argument = str(untemplated_gguf)
+    config = tmp_path / "agentd.toml"
+    config.write_text('model = "smollm2-135m"\n')
+
+    result = agentd("model", "use", argument)
+
+    assert result.returncode == 1
+    assert result.stderr.startswith("agentd: ") and expected in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert config.read_text() == 'model = "smollm2-135m"\n'
+
+
+def test_model_path_takes_a_name_or_a_path(agentd, tmp_path: Path) -> None:
+    by_name = agentd("model", "path", "--model", SMOKE_MODEL)
+    assert by_name.returncode == 0, by_name.stderr
+    assert by_name.stdout.strip() == str(smoke_model_path())
+    by_env = agentd("model", "path", env={"AGENTD_MODEL": str(smoke_model_path())})
+    assert by_env.stdout.strip() == str(smoke_model_path())
+    unknown = agentd("model", "path", "--model", "smollm3")
+    assert unknown.returncode == 1 and unknown.stderr.startswith("agentd: no known model 'smollm3'")
