@@ -10,6 +10,7 @@ import pytest
 
 from runtime.inference import HttpModel, Message, _Throttled
 from runtime.model_file import bundled_model_path
+from runtime.progress import Board, Decided, Progress, Tally
 
 SCHEMA = {
     "type": "object",
@@ -60,6 +61,7 @@ def four_calls(model, watched: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[l
     return [figures(c) for c in calls], logs
 
 
+@pytest.mark.slow
 def test_a_watched_prompt_gives_the_same_completion_and_token_figures_as_an_unwatched_one(
     model, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -114,6 +116,7 @@ def test_progress_is_reported_at_most_ten_times_a_second_but_keeps_each_stages_f
     assert len(seen) == 34 and seen[0] == ("generating", 1, 256) and seen[-1] == ("generating", 100, 256)
 
 
+@pytest.mark.slow
 def test_a_reporter_that_raises_does_not_fail_the_call(model) -> None:
     calls = []
 
@@ -141,6 +144,7 @@ def scripted_endpoint(tmp_path: Path):
     return f"http://127.0.0.1:{port}"
 
 
+@pytest.mark.slow
 def test_an_endpoint_reports_the_whole_prompt_once_then_each_streamed_chunk(scripted_endpoint: str) -> None:
     remote = HttpModel(scripted_endpoint, template_from=bundled_model_path(), n_ctx=2048)
     prompt = remote.render([Message("user", "Choose a and 1.")])
@@ -148,3 +152,40 @@ def test_an_endpoint_reports_the_whole_prompt_once_then_each_streamed_chunk(scri
     completion = remote.complete(prompt, schema=SCHEMA, max_tokens=48, progress=lambda *r: seen.append(r))
     assert json.loads(completion.text) == {"action": "a", "n": 1}
     assert seen == [("evaluating", 0, remote.count(prompt)), ("generating", 1, 48)]
+
+
+def reports(task_id: str, step: int, cached: int, prompt: int, outcome: str) -> list[Progress]:
+    p = lambda stage, done=0, total=0, detail="": Progress(task_id, step, stage, done, total, detail)  # noqa: E731
+    return [
+        p("deciding"), p("evaluating", cached, prompt), p("evaluating", prompt, prompt), p("generating", 9, 256),
+        p("running_tool", detail="read_file"), p("decided", detail=outcome),
+    ]
+
+
+def test_the_board_holds_each_deciding_tasks_latest_stage_until_its_decision_ends() -> None:
+    board = Board()
+    a, b = reports("t-a", 3, 0, 2400, "called read_file -> ok"), reports("t-b", 1, 0, 300, "answered")
+    board(a[0])
+    board(a[1])
+    board(b[0])
+    version, latest = board.snapshot()
+    assert latest == {"t-a": a[1], "t-b": b[0]} and board.get("t-a") == a[1]
+    board(a[5])
+    assert board.get("t-a") is None and board.snapshot()[0] > version, "a decided task leaves the board"
+    board.clear("t-b")
+    assert board.snapshot()[1] == {}
+    before = board.snapshot()[0]
+    board.clear("t-b")
+    assert board.snapshot()[0] == before, "clearing what is not there changes nothing"
+
+
+def test_the_tally_says_what_each_decision_came_to_with_its_tokens_and_time() -> None:
+    tally = Tally(clock=Clock(0.5))
+    first = [tally(r) for r in reports("t-a", 3, 2000, 2400, "called read_file -> ok")]
+    assert first[:-1] == [None] * 5
+    # A refused reply and its retry: both attempts' uncached tokens count, the prompt is the last one's.
+    retry = reports("t-a", 4, 2400, 2450, "answered (after 1 refused reply)")
+    retry[4:4] = [Progress("t-a", 4, "evaluating", 2449, 2480), Progress("t-a", 4, "generating", 3, 256)]
+    second = [tally(r) for r in retry]
+    assert first[-1] == Decided("t-a", 3, "called read_file -> ok", 2400, 400, 2.5)
+    assert second[-1] == Decided("t-a", 4, "answered (after 1 refused reply)", 2480, 81, 3.5)
