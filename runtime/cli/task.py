@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
 
 import anyio
@@ -11,6 +13,7 @@ from runtime import plugins
 from runtime.agent import run_task
 from runtime.artifacts import ArtifactStore
 from runtime.cli._app import App, json_option, pass_app, task_options
+from runtime.cli._watch import Watch
 from runtime.host import open_runtime
 from runtime.output import echo_json, fields_table, table
 from runtime.tasks import cancel_task, submit_task
@@ -26,11 +29,39 @@ def task() -> None:
     """Submit, list, show and cancel tasks."""
 
 
+FINISHED = frozenset(p for p in TaskPhase if p.finished)
+CONTEXT_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
+class _BadPair(click.BadParameter):
+    """A usage error (exit 2) said in agentd's one line, not click's usage block."""
+
+    def show(self, file=None) -> None:
+        click.echo(f"agentd: {self.format_message()}", err=True)
+
+
+def _context_pairs(ctx: click.Context, param: click.Parameter, pairs: tuple[str, ...]) -> dict[str, str]:
+    context: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not CONTEXT_KEY.fullmatch(key) or not value:
+            raise _BadPair(f"{pair!r} is not KEY=VALUE (a key of letters, digits, _ . -, and a value)",
+                           param_hint="'--context'")
+        if key in context:
+            raise _BadPair(f"{key!r} is given twice", param_hint="'--context'")
+        context[key] = value
+    return context
+
+
 @task.command()
 @click.argument("goal")
 @click.option("--workspace", type=click.Path(path_type=Path), help="Folder the task may read and write.")
 @click.option("--max-steps", type=click.IntRange(min=1), help="Model calls allowed before the task stops.")
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Tokens allowed before the task stops.")
+@click.option(
+    "--context", "context", multiple=True, metavar="KEY=VALUE", callback=_context_pairs,
+    help="A trusted fact about the caller the task is shown, such as account_id=a-123 (repeatable).",
+)
 @task_options("the task")
 @json_option
 @pass_app
@@ -40,6 +71,7 @@ def submit(
     workspace: Path | None,
     max_steps: int | None,
     max_tokens: int | None,
+    context: dict[str, str],
     profile: str,
     tenant: str,
     allowed: tuple[str, ...],
@@ -52,7 +84,7 @@ def submit(
         raise InvalidCommand(f"no profile {profile!r}; loaded profiles: {', '.join(sorted(known))}")
     events = submit_task(
         goal, settings.workspace, profile=profile, tenant=tenant, allowed_effects=("read", *allowed),
-        max_steps=max_steps, max_tokens=max_tokens,
+        max_steps=max_steps, max_tokens=max_tokens, context=context,
     )
     task_id = new_task_id()
     records = app.store().append(task_id, events, expected_version=NO_STREAM, actor="cli")
@@ -117,14 +149,32 @@ def show(
 
 
 def _outcome(records) -> str | None:
-    """How the task ended, or why it waits: the last answer, escalation, failure or approval request."""
+    """How the task ended, or why it waits: its answer or escalation, why it failed, was cancelled or
+    waits for approval. None while it runs: a wait or a failure before the last phase is over."""
     for rec in reversed(records):
         e = rec.event
-        if isinstance(e, (AnswerGiven, TaskEscalated)) or (isinstance(e, TaskPhaseChanged) and e.phase == TaskPhase.FAILED):
+        if isinstance(e, (AnswerGiven, TaskEscalated)):
             return _outcome_line(e)
-        if isinstance(e, TaskPhaseChanged) and e.phase == TaskPhase.AWAITING_APPROVAL:
-            return f"waiting: {e.reason} (agentd approvals list)"
+        if isinstance(e, TaskPhaseChanged):
+            if e.phase in (TaskPhase.FAILED, TaskPhase.CANCELLED):
+                return _outcome_line(e)
+            if e.phase == TaskPhase.AWAITING_APPROVAL:
+                return f"waiting: {e.reason} (agentd approvals list)"
+            if e.phase != TaskPhase.COMPLETED:  # the answer or escalation comes just before completion
+                return None
     return None
+
+
+def _completed(records) -> bool:
+    """Whether the task did what it was asked: completed with an answer, not an escalation."""
+    for rec in reversed(records):
+        if isinstance(rec.event, AnswerGiven):
+            return True
+        if isinstance(rec.event, TaskEscalated) or (
+            isinstance(rec.event, TaskPhaseChanged) and rec.event.phase != TaskPhase.COMPLETED
+        ):
+            return False
+    return False
 
 
 def render_state(state: TaskState) -> str:
@@ -239,21 +289,33 @@ def show_manifest(app: App, calls: list[ModelCalled], n: int, prompt: bool, as_j
 @click.argument("task_id")
 @click.option("--max-decisions", type=click.IntRange(min=1), help="Stop after this many decisions.")
 @pass_app
-def run(app: App, task_id: str, max_decisions: int | None) -> None:
-    """Run a task in the foreground until it finishes or waits for a person."""
+@click.pass_context
+def run(ctx: click.Context, app: App, task_id: str, max_decisions: int | None) -> None:
+    """Run a task in the foreground until it finishes or waits for a person.
+
+    Each decision is shown on stderr as it happens; the task's phase and outcome go to stdout. Exits 1
+    when the task failed, was cancelled or escalated, 0 when it answered or waits for an approval.
+    """
     store = app.store()
     if store.task(task_id) is None:
         raise NotFound(f"no task {task_id!r}")
     runtime = open_runtime(app.settings(), store)
+    watch = runtime.progress = Watch(sys.stderr)
     try:
         phase = anyio.run(lambda: run_task(runtime, task_id, max_decisions=max_decisions))
     finally:
+        watch.close()
         # Background jobs live as long as this process; the daemon is where they can outlive a turn.
         runtime.jobs.close()
     click.echo(f"{task_id} {phase}")
-    outcome = _outcome(store.read_stream(task_id))
+    records = store.read_stream(task_id)
+    outcome = _outcome(records)
     if outcome:
         click.echo(outcome)
+    elif phase == TaskPhase.RUNNING and max_decisions:
+        click.echo(f"stopped after {max_decisions} decisions (agentd task run {task_id} goes on)")
+    if phase in FINISHED and not _completed(records):
+        ctx.exit(1)
 
 
 def _outcome_line(event) -> str:
@@ -262,4 +324,6 @@ def _outcome_line(event) -> str:
         return f"answer: {event.answer}{sources}"
     if isinstance(event, TaskEscalated):
         return f"escalated: {event.reason}"
+    if event.phase == TaskPhase.CANCELLED:
+        return f"cancelled: {event.reason}"
     return f"failed: {event.reason}"
