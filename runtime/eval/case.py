@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import string
+from datetime import date
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
@@ -84,6 +85,8 @@ class Expect(_Strict):
     answer_not_contains: tuple[str, ...] = ()
     files: dict[str, FileExpect] = {}
     max_steps: int | None = Field(None, ge=1)
+    # The largest request any call of the run may be, in prompt tokens: window stuffing, measured.
+    max_prompt_tokens: int | None = Field(None, ge=1)
 
     @field_validator("ending", mode="before")
     @classmethod
@@ -126,6 +129,8 @@ class _Shared(_Strict):
     knowledge: dict[str, str] = {}
     approvals: dict[str, Decision] = {}
     forbidden_tools: tuple[str, ...] = ()
+    # Cites (or their beginnings: `policy/globex`, `runbook/api-keys@v6`) never to be shown to the model.
+    forbidden_evidence: tuple[str, ...] = ()
     must_not_contain: tuple[str, ...] = ()
     secrets: tuple[str, ...] = ()
 
@@ -333,13 +338,19 @@ def _label(raw: Any, i: int) -> str:
 
 
 def _first(e: ValidationError) -> str:
-    err = e.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"]) or "case"
+    # A union (a needle is text or a list of texts) reports one error per member; the deepest one
+    # names the value that is wrong, the others only that the whole did not fit some member.
+    err = max(e.errors(), key=lambda x: len(x["loc"]))
+    parts = [str(p) for p in err["loc"] if p not in _UNION_TAGS]
+    loc = ".".join(parts).replace("copy_", "copy") or "case"
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         msg = "not a field of the case format"
     elif err["type"] == "missing":
         msg = "required"
-    elif isinstance(err.get("input"), bool):
-        msg += " (YAML reads yes, no, on and off as true or false: quote the text)"
-    return f"{loc.replace('copy_', 'copy')}: {msg}"
+    elif isinstance(err.get("input"), (bool, date)):
+        msg += f" (YAML reads {err['input']!s} as a {type(err['input']).__name__}, not text: quote it)"
+    return f"{loc}: {msg}"
+
+
+_UNION_TAGS = frozenset({"str", "tuple[str, ...]"})
