@@ -74,15 +74,24 @@ def tasks(
     model = open_model(settings)
     root = Path(tempfile.mkdtemp(prefix="agentd-eval-"))
     results = []
+    # A terminal gets the bar; a pipe (CI, a log file) one plain line per finished run instead.
+    live = sys.stderr.isatty()
     try:
-        with tqdm(total=len(cases) * runs, unit="run", file=sys.stderr, disable=None, dynamic_ncols=True) as bar:
+        with tqdm(total=len(cases) * runs, unit="run", file=sys.stderr, disable=not live, dynamic_ncols=True) as bar:
             for c in cases:
                 for n in range(1, runs + 1):
-                    ok = sum(r.success for r in results)
                     bar.set_description(f"{c.name} run {n}/{runs}")
-                    bar.set_postfix_str(f"ok {ok}/{len(results)}")
-                    results.append(run_case(c, n, base=settings, model=model, root=root))
+                    bar.set_postfix_str(f"ok {sum(r.success for r in results)}/{len(results)}")
+                    result = run_case(c, n, base=settings, model=model, root=root)
+                    results.append(result)
                     bar.update()
+                    if not live:
+                        said = "ok" if result.success else f"{result.label}: {result.detail}"
+                        click.echo(
+                            f"[{len(results)}/{bar.total}] {c.name} run {n}/{runs}: {said} "
+                            f"({sum(r.success for r in results)} ok so far)",
+                            err=True,
+                        )
             bar.set_postfix_str(f"ok {sum(r.success for r in results)}/{len(results)}")
     finally:
         close = getattr(model, "close", None)
