@@ -26,7 +26,7 @@ in this order, most serious first:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from runtime.eval.case import Case, Needle
@@ -120,7 +120,6 @@ class Outcome:
     sources: tuple[str, ...] = ()
     escalation: str | None = None
     label: str | None = None  # for a failed task: which failure label its events show
-    extra: dict = field(default_factory=dict)
 
 
 def outcome(events: Sequence[Event]) -> Outcome:

@@ -22,7 +22,7 @@ from typing import Iterator, Mapping
 
 import anyio
 
-from runtime import plugins
+from runtime import logs, plugins
 from runtime.agent import run_task
 from runtime.approvals import decide
 from runtime.config import Settings
@@ -41,6 +41,8 @@ from store.ids import new_task_id
 # Rounds of "run until it waits, decide the approval": a task that asks again and again is stopped
 # here, waiting, rather than looping for ever.
 MAX_APPROVAL_ROUNDS = 6
+
+log = logs.get_logger("agentd.eval")
 
 
 def preflight(case: Case) -> None:
@@ -105,6 +107,7 @@ def run_case(case: Case, number: int, *, base: Settings, model: Model, root: Pat
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as e:  # noqa: BLE001  a run that cannot finish is a failed run, said in its detail
+        log.exception("eval run raised", case=case.name, run=number, task_id=task_id)
         detail = f"the run raised {type(e).__name__}: {e}"
         return RunResult(
             case=case.name, group=case.group, run=number, success=False, label="other", detail=detail,
@@ -203,8 +206,9 @@ def _files(case: Case, scratch: Path, workspace: Path) -> dict[str, str | None]:
     """The text of each file the case checks, as the run left it; None where there is no file."""
     found: dict[str, str | None] = {}
     for name in case.expect.files:
-        path = Path(os.path.normpath(workspace / name))
-        if not path.is_relative_to(scratch) or not path.is_file():
+        # Resolved, symlinks included: a link the run left pointing elsewhere is not read through.
+        path = (workspace / name).resolve()
+        if not path.is_relative_to(scratch.resolve()) or not path.is_file():
             found[name] = None
             continue
         found[name] = path.read_text(encoding="utf-8", errors="replace")
