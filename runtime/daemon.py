@@ -15,6 +15,7 @@ import uvicorn
 from runtime import access, logs
 from runtime.agent import Runtime
 from runtime.config import Settings
+from runtime.progress import Board, Progress, Tally, line
 from runtime.schedules import ScheduleRunner
 from runtime.scheduler import Scheduler
 from notifications.catalog_watcher import CatalogWatcher
@@ -34,15 +35,36 @@ def login_address(settings: Settings) -> str:
     return f"{page_address(settings)}?token={access.page_token(settings.data_dir)}"
 
 
+class Narrator:
+    """The daemon's progress reporter: the page's board of what each task is doing now, and one log
+    line per decision (its outcome, prompt and evaluated tokens, seconds)."""
+
+    def __init__(self, board: Board) -> None:
+        self.board = board
+        self._tally = Tally()
+
+    def __call__(self, p: Progress) -> None:
+        self.board(p)
+        d = self._tally(p)
+        if d is not None:
+            log.info(
+                "decided", task_id=d.task_id, step=d.step, outcome=d.outcome, prompt_tokens=d.prompt_tokens,
+                evaluated_tokens=d.evaluated_tokens, seconds=round(d.seconds, 2),
+            )
+
+
 async def run(settings: Settings, rt: Runtime) -> None:
     """Run tasks and serve the page until SIGINT or SIGTERM; uvicorn turns either into a shutdown."""
     store = rt.store
-    scheduler = Scheduler(rt)
+    board = Board()
+    rt.progress = Narrator(board)
+    scheduler = Scheduler(rt, board=board)
     watcher = WorkspaceWatcher(store, data_dir=settings.data_dir)
 
     def status() -> dict:
         return {
             "running_tasks": sorted(scheduler.running),
+            "deciding": {task_id: line(p) for task_id, p in sorted(board.snapshot()[1].items())},
             "model_state": rt.model.stats(),
             "watcher": dataclasses.asdict(watcher.stats()),
             "pid": os.getpid(),
@@ -54,6 +76,7 @@ async def run(settings: Settings, rt: Runtime) -> None:
             # `server` is bound below, before the page can take its first request.
             stopping=lambda: server.should_exit,
             decided=scheduler.wake,
+            board=board,
         ),
         host=settings.host,
         port=settings.port,

@@ -12,6 +12,7 @@ from anyio import to_thread
 
 from runtime import logs
 from runtime.agent import Runtime, run_task
+from runtime.progress import Board
 from store.errors import AgentdError
 from store.events import RunInterrupted, TaskPhase
 
@@ -21,9 +22,10 @@ POLL_SECONDS = 0.5
 
 
 class Scheduler:
-    def __init__(self, rt: Runtime, poll_seconds: float = POLL_SECONDS) -> None:
+    def __init__(self, rt: Runtime, poll_seconds: float = POLL_SECONDS, board: Board | None = None) -> None:
         self.rt = rt
         self.poll_seconds = poll_seconds
+        self.board = board  # what each task is doing now; a task that stops leaves it
         self.running: set[str] = set()
         # The version each parked task had when its runner stopped; it runs again once that changes.
         self._parked: dict[str, int] = {}
@@ -79,3 +81,5 @@ class Scheduler:
         finally:
             self._parked[task_id] = self.rt.store.stream_version(task_id)
             self.running.discard(task_id)
+            if self.board is not None:
+                self.board.clear(task_id)
