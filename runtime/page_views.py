@@ -11,6 +11,7 @@ from sqlalchemy import Connection, func, select
 
 from runtime import timeline
 from runtime.agent import arguments_hash
+from runtime.progress import Board, Progress, line
 from runtime.tools import ToolRegistry
 from store import EventStore, log, projections
 from store.events import (
@@ -18,6 +19,7 @@ from store.events import (
     SCHEDULES_STREAM,
     ApprovalRequested,
     ModelCalled,
+    TaskPhase,
     ToolCallProposed,
 )
 from store.state import Approval, TaskSummary
@@ -228,7 +230,45 @@ class CallRow:
     buckets: Any
 
 
-def task_page(store: EventStore, task_id: str) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class Now:
+    """What a task that has not finished is doing at this moment, from the daemon's progress board."""
+
+    line: str
+    idle: str  # what to say when the board has nothing for the task: between decisions, or waiting
+    done: int
+    total: int
+    bar: bool  # a count towards a known end: prompt evaluation, generation
+
+
+IDLE = {
+    TaskPhase.SUBMITTED: "waiting to start",
+    TaskPhase.RUNNING: "between decisions",
+    TaskPhase.AWAITING_APPROVAL: "waiting for approval",
+}
+
+
+def now(summary: TaskSummary, progress: Progress | None) -> Now | None:
+    """None for a finished task: there is nothing it is doing."""
+    idle = IDLE.get(TaskPhase(summary.phase))
+    if idle is None:
+        return None
+    if progress is None:
+        return Now(idle, idle, 0, 0, False)
+    return Now(line(progress), idle, progress.done, progress.total, progress.stage in ("evaluating", "generating"))
+
+
+def progress_json(latest: dict[str, Progress]) -> dict[str, dict[str, Any]]:
+    """The board as the page's live script reads it: per task, its line and where its bar stands."""
+    return {
+        task_id: {"line": line(p), "stage": p.stage, "step": p.step, "done": p.done, "total": p.total,
+                  "bar": p.stage in ("evaluating", "generating")}
+        for task_id, p in latest.items()
+    }
+
+
+def task_page(store: EventStore, task_id: str, board: Board | None = None) -> dict[str, Any] | None:
+    """`board` is the daemon's progress board; without one (no daemon here) the page says nothing of now."""
     with store.reading() as conn:
         state = projections.load_task(conn, task_id)
         if state is None:
@@ -241,7 +281,10 @@ def task_page(store: EventStore, task_id: str) -> dict[str, Any] | None:
         for e in (r.event for r in records)
         if isinstance(e, ModelCalled)
     ]
-    return {**context, "state": state, "s": state.summary, "entries": timeline.entries(records), "calls": calls}
+    return {
+        **context, "state": state, "s": state.summary, "entries": timeline.entries(records), "calls": calls,
+        "now": now(state.summary, board.get(task_id)) if board is not None else None,
+    }
 
 
 def manifest_page(store: EventStore, task_id: str, index: int, attempt: int | None) -> dict[str, Any] | None:

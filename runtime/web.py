@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from runtime import access, live, page_views
 from runtime import approvals as deciding
+from runtime.progress import Board
 from runtime.tools import ToolRegistry
 from store import EventStore
 from store.errors import InvalidCommand, NotFound
@@ -59,10 +60,12 @@ def create_app(
     tools: ToolRegistry | None = None,
     stopping: Callable[[], bool] = lambda: False,
     decided: Callable[[], None] = lambda: None,
+    board: Board | None = None,
 ) -> Starlette:
     """The page's ASGI app. `stopping` is polled by open change streams so a server shutdown ends them;
-    `decided` is called after each decision recorded here (the daemon wakes its scheduler with it)."""
-    page = _Page(store, model_name, token, tools, stopping, decided)
+    `decided` is called after each decision recorded here (the daemon wakes its scheduler with it);
+    `board` is what each task is doing now, shown on its page and sent down the change stream."""
+    page = _Page(store, model_name, token, tools, stopping, decided, board)
 
     async def healthz(request: Request) -> Response:
         body = {"status": "ok", "last_seq": await to_thread.run_sync(store.last_seq), "model": model_name}
@@ -103,6 +106,7 @@ class _Page:
         tools: ToolRegistry | None,
         stopping: Callable[[], bool],
         decided: Callable[[], None],
+        board: Board | None,
     ) -> None:
         self.store = store
         self.model_name = model_name
@@ -110,6 +114,7 @@ class _Page:
         self.tools = tools
         self.stopping = stopping
         self.decided = decided
+        self.board = board
 
     # -- access ----------------------------------------------------------------------------------
 
@@ -219,7 +224,7 @@ class _Page:
 
     async def task(self, request: Request) -> Response:
         task_id = request.path_params["task_id"]
-        context = await to_thread.run_sync(page_views.task_page, self.store, task_id)
+        context = await to_thread.run_sync(page_views.task_page, self.store, task_id, self.board)
         if context is None:
             return await self._problem(request, 404, "No such task", f"There is no task {task_id!r}.", back="/tasks")
         return self._render(request, "task.html", context, here="tasks")
@@ -257,7 +262,7 @@ class _Page:
 
     async def stream(self, request: Request) -> Response:
         headers = {"X-Accel-Buffering": "no"}
-        stream = live.changes(self.store, request.app.state, self.stopping)
+        stream = live.changes(self.store, request.app.state, self.stopping, self.board)
         return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
 
 

@@ -11,6 +11,7 @@ import pytest
 from runtime.inference import HttpModel, Message, _Throttled
 from runtime.model_file import bundled_model_path
 from runtime.progress import Board, Decided, Progress, Tally
+from tests.test_page_browser import browser  # noqa: F401  the fixture
 
 SCHEMA = {
     "type": "object",
@@ -189,3 +190,74 @@ def test_the_tally_says_what_each_decision_came_to_with_its_tokens_and_time() ->
     second = [tally(r) for r in retry]
     assert first[-1] == Decided("t-a", 3, "called read_file -> ok", 2400, 400, 2.5)
     assert second[-1] == Decided("t-a", 4, "answered (after 1 refused reply)", 2480, 81, 3.5)
+
+
+# -- the daemon: a log line per decision, the page live ------------------------------------------------
+
+
+def served_task(agentd, tmp_path: Path, replies: list, *submit: str):
+    from tests.test_daemon import serving
+
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    (ws / "notes.txt").write_text("The release is planned for March 3.\n")
+    return serving(agentd, tmp_path, replies, (*submit, "When is the release?"))
+
+
+def phase_of(agentd, env: dict, task_id: str) -> str:
+    shown = agentd("task", "show", task_id, "--json", env=env)
+    return json.loads(shown.stdout)["summary"]["phase"] if shown.returncode == 0 else ""
+
+
+@pytest.mark.slow
+def test_serve_logs_one_line_per_decision_with_its_outcome_tokens_and_seconds(agentd, tmp_path: Path) -> None:
+    from tests.test_daemon import wait_until
+
+    replies = [
+        {"action": "call_tool", "tool": "read_file", "arguments": {"path": "notes.txt"}, "reason": "look"},
+        {"action": "final_answer", "answer": "March 3", "sources": ["notes.txt"]},
+    ]
+    with served_task(agentd, tmp_path, replies) as (env, task_id):
+        assert wait_until(lambda: phase_of(agentd, env, task_id) == "completed"), phase_of(agentd, env, task_id)
+        calls = json.loads(agentd("task", "show", task_id, "--calls", "--json", env=env).stdout)
+    lines = [json.loads(line) for line in (tmp_path / "data" / "logs" / "agentd.log").read_text().splitlines()]
+    decided = [line for line in lines if line.get("event") == "decided"]
+    assert [(d["task_id"], d["step"], d["outcome"]) for d in decided] == [
+        (task_id, 1, "called read_file -> ok"), (task_id, 2, "answered")
+    ]
+    # An endpoint does not say what it had cached: the whole prompt counts as evaluated.
+    assert [(d["prompt_tokens"], d["evaluated_tokens"]) for d in decided] == [
+        (c["prompt_tokens"], c["prompt_tokens"]) for c in calls
+    ]
+    assert all(d["seconds"] > 0 for d in decided)
+
+
+@pytest.mark.slow
+def test_a_tasks_open_page_shows_what_it_is_doing_now_without_a_reload(agentd, browser, tmp_path: Path) -> None:
+    from urllib.parse import urlsplit
+
+    from tests.test_page_browser import phase_shown, screenshot, signed_in
+
+    # Each reply takes the endpoint a second, long enough to see; the task lists files until its step cap.
+    replies = [{"action": "call_tool", "tool": "list_files", "arguments": {"path": "n-{n}"}, "reason": "look"}]
+    with served_task(agentd, tmp_path, replies, "--max-steps", "6") as (env, task_id):
+        with signed_in(browser, env) as (page, base):
+            with page.expect_response(lambda r: urlsplit(r.url).path == "/stream", timeout=10_000):
+                page.goto(f"{base}tasks/{task_id}")
+            page.evaluate("window.sameDocument = true")
+            # The page fetches itself again when the log moves; refused that, only the stream's progress
+            # events can change what it shows.
+            page.route(f"**/tasks/{task_id}", lambda route: route.abort())
+            page.wait_for_function(
+                "() => /^step \\d+: evaluating [\\d,]+ of [\\d,]+ prompt tokens$/"
+                ".test(document.querySelector('#now .now-line')?.textContent || '')",
+                timeout=30_000,
+            )
+            shown = page.locator("#now .now-line").text_content()
+            assert page.locator("#now progress.now-bar").is_visible(), f"no bar beside {shown!r}"
+            screenshot(page, tmp_path / "now.png")
+            assert page.evaluate("window.sameDocument === true"), "the page reloaded instead of updating"
+            page.unroute(f"**/tasks/{task_id}")
+            # Once the task has stopped, it is doing nothing: its page has no Now line.
+            assert phase_shown(page, "failed", timeout=60) == "failed"
+            assert page.locator("#now").count() == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import re
@@ -24,6 +25,7 @@ from notifications import queue
 from runtime import access
 from runtime.agent import arguments_hash
 from runtime.plugins import load
+from runtime.progress import Board, Progress
 from runtime.tasks import submit_task
 from runtime.web import CSP, create_app
 from store import NO_STREAM, EventStore
@@ -590,9 +592,17 @@ def test_a_long_payload_is_cut_with_a_note(app, store, token, workspace) -> None
 
 @pytest.fixture
 def served(store: EventStore, token: str):
+    with serve(store, token) as parts:
+        yield parts
+
+
+@contextlib.contextmanager
+def serve(store: EventStore, token: str, board: Board | None = None):
     """The page under uvicorn on a free port, shut down the way agentd stops it."""
     server: uvicorn.Server
-    app = create_app(store, "test-model", token=token, tools=load([]).tools, stopping=lambda: server.should_exit)
+    app = create_app(
+        store, "test-model", token=token, tools=load([]).tools, stopping=lambda: server.should_exit, board=board
+    )
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, lifespan="off"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -603,10 +613,12 @@ def served(store: EventStore, token: str):
     port = server.servers[0].sockets[0].getsockname()[1]
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5, follow_redirects=False)
     client.get(f"/?token={token}")
-    yield app, server, thread, client
-    client.close()
-    server.should_exit = True
-    thread.join(timeout=10)
+    try:
+        yield app, server, thread, client
+    finally:
+        client.close()
+        server.should_exit = True
+        thread.join(timeout=10)
 
 
 def events_of(lines) -> tuple[str, str]:
@@ -660,3 +672,57 @@ def test_a_server_shutdown_ends_open_streams_promptly(served) -> None:
         thread.join(timeout=3)
         assert not thread.is_alive(), "uvicorn waited for the open stream"
     assert app.state.open_streams == 0
+
+
+# -- what a task is doing now ---------------------------------------------------------------------
+
+
+def now_of(page: str) -> str | None:
+    """The text of the task page's Now line, or None if it has none."""
+    found = re.search(r'<dd class="now"[^>]*>\s*<span class="now-line">([^<]*)</span>', page)
+    return html.unescape(found.group(1)) if found else None
+
+
+def test_a_running_tasks_page_says_what_it_is_doing_now_in_the_html_served(store, token, workspace) -> None:
+    board = Board()
+    client = login(create_app(store, "test-model", token=token, tools=load([]).tools, board=board), token)
+    task_id = submit(store, workspace)
+    assert now_of(client.get(f"/tasks/{task_id}").text) == "waiting to start"
+    store.append(task_id, [TaskPhaseChanged(phase=TaskPhase.RUNNING, reason="started")])
+    board(Progress(task_id, 3, "evaluating", 1840, 2400))
+    page = client.get(f"/tasks/{task_id}").text
+    assert now_of(page) == "step 3: evaluating 1,840 of 2,400 prompt tokens"
+    assert '<progress class="now-bar" max="2400" value="1840">' in page
+    board(Progress(task_id, 3, "running_tool", detail="shell"))
+    page = client.get(f"/tasks/{task_id}").text
+    assert now_of(page) == "step 3: running shell" and '<progress class="now-bar" max="1" value="0" hidden>' in page
+    board(Progress(task_id, 3, "decided", detail="called shell -> ok"))
+    assert now_of(client.get(f"/tasks/{task_id}").text) == "between decisions"
+    store.append(task_id, [TaskPhaseChanged(phase=TaskPhase.COMPLETED, reason="answered")])
+    board(Progress(task_id, 4, "deciding"))  # a report that comes late says nothing about a finished task
+    page = client.get(f"/tasks/{task_id}").text
+    assert now_of(page) is None and 'id="now"' not in page
+
+
+def test_without_a_board_the_task_page_claims_nothing_about_now(app, store, token, workspace) -> None:
+    task_id = submit(store, workspace)
+    page = login(app, token).get(f"/tasks/{task_id}").text
+    assert now_of(page) is None and 'id="now"' not in page
+
+
+def test_the_stream_sends_each_change_of_the_board_as_a_progress_event(store, token, workspace) -> None:
+    board = Board()
+    task_id = submit(store, workspace)
+    with serve(store, token, board) as (_, _, _, client):
+        with client.stream("GET", "/stream") as response:
+            lines = response.iter_lines()
+            assert events_of(lines) == ("changed", str(store.last_seq()))
+            assert events_of(lines) == ("progress", "{}")
+            board(Progress(task_id, 2, "generating", 37, 256))
+            name, data = events_of(lines)
+            assert name == "progress" and json.loads(data) == {
+                task_id: {"line": "step 2: generating 37 of at most 256 tokens", "stage": "generating", "step": 2,
+                          "done": 37, "total": 256, "bar": True}
+            }
+            board(Progress(task_id, 2, "decided", detail="answered"))
+            assert events_of(lines) == ("progress", "{}")

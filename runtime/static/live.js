@@ -1,4 +1,5 @@
-// Live updates: when the log moves, fetch this page again and swap in its <main>, no reload.
+// Live updates: when the log moves, fetch this page again and swap in its <main>, no reload; when what
+// a task is doing now changes (which moves no log), write it into the task's "Now" line.
 // Without script the page still works; forms post and redirect.
 (function () {
   "use strict";
@@ -9,6 +10,7 @@
   var stale = false;  // a change is not shown yet: the user was typing, or the fetch failed
   var busy = false;
   var again = false;  // a change came while a fetch was in flight, which may predate it
+  var board = null;  // the last `progress` event: task id -> {line, bar, done, total}
 
   // A swap would wipe what the user is typing (a deny reason, a filter): wait until they leave it.
   function typing() {
@@ -30,6 +32,25 @@
       count.className = freshCount.className;
     }
     if (fresh.title) document.title = fresh.title;
+    // The stream's board is at least as fresh as the page just fetched.
+    showProgress();
+  }
+
+  function showProgress() {
+    var now = document.getElementById("now");
+    if (!now || !board) return;
+    var entry = board[now.getAttribute("data-task")];
+    var text = now.querySelector(".now-line");
+    var bar = now.querySelector(".now-bar");
+    if (text) text.textContent = entry ? entry.line : (now.getAttribute("data-idle") || "");
+    if (!bar) return;
+    if (entry && entry.bar && entry.total > 0) {
+      bar.max = entry.total;
+      bar.value = entry.done;
+      bar.hidden = false;
+    } else {
+      bar.hidden = true;
+    }
   }
 
   function refresh() {
@@ -60,6 +81,11 @@
       known = event.data;
       refresh();
     }
+  });
+
+  source.addEventListener("progress", function (event) {
+    try { board = JSON.parse(event.data); } catch (e) { return; }
+    showProgress();
   });
 
   main.addEventListener("focusout", function () {
