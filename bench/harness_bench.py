@@ -174,9 +174,9 @@ def token_counter(enabled: bool) -> tuple[Callable[[str], int] | None, str | Non
         return None, None
     try:
         from runtime.inference import LocalModel
-        from runtime.model_file import bundled_model_path
+        from runtime.model_file import smoke_model_path
 
-        model = LocalModel(bundled_model_path(), kv_cache_bytes=0)
+        model = LocalModel(smoke_model_path(), kv_cache_bytes=0)
     except Exception as e:  # the model is optional here: the timings stand without it
         progress(f"not counting tokens: {e}")
         return None, None

@@ -139,7 +139,8 @@ def agentd_serve(data_dir: Path, ws: Path, model_url: str) -> Iterator[httpx.Cli
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("AGENTD_")},
         "AGENTD_DATA_DIR": str(data_dir), "AGENTD_WORKSPACE": str(ws), "AGENTD_N_CTX": "8192",
-        "AGENTD_MODEL_URL": model_url,
+        # The endpoint tokenizes with the smoke model, so agentd takes its chat template from the same file.
+        "AGENTD_MODEL_URL": model_url, "AGENTD_MODEL": "smollm2-135m",
     }
     with (data_dir.parent / f"serve-{data_dir.name}.log").open("w") as log:
         proc = subprocess.Popen(

@@ -6,7 +6,7 @@ with references/ and scripts/ files, a quarter inside collection folders one lev
 
     1. catalog build   `catalog.discover` over all of them (the first call reported apart, then
                        --runs warm calls), `catalog.entries` at the default skill budget (1,024 tokens)
-                       with the bundled model's tokenizer, counting its tokenizer calls, and
+                       with the smoke model's tokenizer, counting its tokenizer calls, and
                        `catalog.render`; median and p90 of --runs calls each. Also the tokens of the
                        whole catalog unshortened and at the budget, descriptions shortened, skills left out
     2. per request     for 10, 50 and 200 of those skills: tokens of the catalog block plus one
@@ -14,7 +14,7 @@ with references/ and scripts/ files, a quarter inside collection folders one lev
                        (what a runtime without it would send), and of the catalog alone; the ratio of
                        the first two
 
-Tokens are counted with the bundled model's own tokenizer (`LocalModel.count`, as the runtime counts
+Tokens are counted with the smoke model's own tokenizer (`LocalModel.count`, as the runtime counts
 them), one block's `Block.render()` at a time, as the context manifest does.
 
 It prints the figures and writes bench/results/skills.json. Timings are reported, never asserted.
@@ -51,7 +51,7 @@ import yaml  # noqa: E402
 from runtime import activation, catalog  # noqa: E402
 from runtime.config import Settings  # noqa: E402
 from runtime.inference import LocalModel  # noqa: E402
-from runtime.model_file import bundled_model_path  # noqa: E402
+from runtime.model_file import smoke_model_path  # noqa: E402
 from store.events import SkillActivated  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -462,8 +462,8 @@ def describe_run(args: argparse.Namespace, model: LocalModel) -> dict:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     rng = random.Random(SEED)
-    progress("loading the bundled model's tokenizer")
-    model = LocalModel(bundled_model_path(), kv_cache_bytes=0)
+    progress("loading the smoke model's tokenizer")
+    model = LocalModel(smoke_model_path(), kv_cache_bytes=0)
     results: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp, "skills")

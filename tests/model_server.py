@@ -1,6 +1,6 @@
 """A scripted OpenAI-compatible completions endpoint, for tests of the harness around the model.
 
-It tokenizes with the bundled model's real vocabulary, so agentd's prompts, counts and manifests are
+It tokenizes with the smoke model's real vocabulary, so agentd's prompts, counts and manifests are
 real; only the reply text is scripted. Tests that are about the daemon, the queue or crash recovery
 use it (through `model_url`) to control what the model says and how long it takes; tests about the
 model path use the model itself.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from llama_cpp import Llama
 
-from runtime.model_file import bundled_model_path
+from runtime.model_file import smoke_model_path
 
 
 class Script:
@@ -40,7 +40,7 @@ class Script:
 
 
 def serve(port: int, script: Script) -> None:
-    vocab = Llama(model_path=str(bundled_model_path()), vocab_only=True, verbose=False)
+    vocab = Llama(model_path=str(smoke_model_path()), vocab_only=True, verbose=False)
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args) -> None:

@@ -1,4 +1,4 @@
-"""The agent loop on the real bundled model: context assembly, manifests, prefix reuse, validation,
+"""The agent loop on the real smoke model: context assembly, manifests, prefix reuse, validation,
 tool outcomes, approvals, caps. Tests about what code does with a reply script the reply's text."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from runtime import logs
 from runtime.agent import Runtime, run_task
 from runtime.artifacts import ArtifactStore
 from runtime.inference import LocalModel
-from runtime.model_file import bundled_model_path
+from runtime.model_file import smoke_model_path
 from runtime.plugins import load
 from runtime.profiles import WORKSPACE, Profile
 from runtime.tasks import submit_task
@@ -36,7 +36,7 @@ from tests.scripted import ScriptedModel
 
 @pytest.fixture(scope="module")
 def model() -> LocalModel:
-    return LocalModel(bundled_model_path(), kv_cache_bytes=256 * 2**20)
+    return LocalModel(smoke_model_path(), kv_cache_bytes=256 * 2**20)
 
 
 @pytest.fixture
@@ -323,7 +323,7 @@ def test_the_step_cap_ends_the_task_with_a_clear_reason(store, model, workspace,
 
 
 def test_a_prompt_that_would_overflow_the_window_fails_the_task_instead_of_cutting_it(store, workspace, tmp_path) -> None:
-    small = LocalModel(bundled_model_path(), n_ctx=1024, kv_cache_bytes=0)
+    small = LocalModel(smoke_model_path(), n_ctx=1024, kv_cache_bytes=0)
     rt = make_runtime(store, small, tmp_path)
     task_id = submit(store, workspace)
     assert run(rt, task_id) == "failed"

@@ -397,7 +397,7 @@ def test_serve_refuses_a_data_dir_whose_instance_lock_another_process_holds(agen
 def test_second_serve_names_the_first_ones_pid_and_the_first_stops_cleanly_on_sigterm(agentd, data_dir, tmp_path):
     port = free_port()
     first = subprocess.Popen(
-        agentd_cmd("--data-dir", str(data_dir), "serve", "--port", str(port)),
+        agentd_cmd("--data-dir", str(data_dir), "serve", "--model", "smollm2-135m", "--port", str(port)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -28,7 +28,7 @@ def test_serve_runs_a_submitted_task_to_its_end_and_exits_cleanly_on_sigterm(age
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "notes.txt").write_text("The release is planned for March 3.\n")
-    env = {"AGENTD_DATA_DIR": str(tmp_path / "data"), "AGENTD_WORKSPACE": str(ws)}
+    env = {"AGENTD_DATA_DIR": str(tmp_path / "data"), "AGENTD_WORKSPACE": str(ws), "AGENTD_MODEL": "smollm2-135m"}
     submitted = agentd("task", "submit", "--max-steps", "3", "When is the release? Read notes.txt.", env=env)
     assert submitted.returncode == 0, submitted.stderr
     task_id = submitted.stdout.strip()
@@ -72,8 +72,9 @@ def serving(
     model = subprocess.Popen([sys.executable, "-m", "tests.model_server", str(model_port), str(script)], cwd=REPO)
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
+    # The endpoint tokenizes with the smoke model, so agentd takes its chat template from the same file.
     env = {"AGENTD_DATA_DIR": str(tmp_path / "data"), "AGENTD_WORKSPACE": str(ws), "AGENTD_N_CTX": "8192",
-           "AGENTD_MODEL_URL": f"http://127.0.0.1:{model_port}", **(extra_env or {})}
+           "AGENTD_MODEL_URL": f"http://127.0.0.1:{model_port}", "AGENTD_MODEL": "smollm2-135m", **(extra_env or {})}
     try:
         wait_for_port(model_port)
         task_id = agentd("task", "submit", *submit, env=env).stdout.strip() if submit else None

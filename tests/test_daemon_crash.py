@@ -123,7 +123,8 @@ def test_kill_9_at_random_moments_loses_nothing_and_repeats_nothing(tmp_path: Pa
     plugin.write_text(PLUGIN)
     data = tmp_path / "data"
     env = {
-        "AGENTD_DATA_DIR": str(data), "AGENTD_MODEL_URL": model_url, "AGENTD_N_CTX": "8192",
+        # The endpoint tokenizes with the smoke model, so agentd takes its chat template from the same file.
+        "AGENTD_DATA_DIR": str(data), "AGENTD_MODEL_URL": model_url, "AGENTD_MODEL": "smollm2-135m", "AGENTD_N_CTX": "8192",
         "AGENTD_PLUGINS": str(plugin), "AGENTD_WORKSPACE": str(workspace), "PYTHONPATH": str(REPO),
     }
     tasks = []

@@ -16,8 +16,10 @@ def free_port() -> int:
 
 
 @pytest.mark.slow
-def test_start_status_stop(agentd, isolated: Path) -> None:
+def test_start_status_stop(agentd, isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     port = str(free_port())
+    # The detached serve inherits the environment; the smoke model's trained context is 8,192 tokens.
+    monkeypatch.setenv("AGENTD_MODEL", "smollm2-135m")
     started = agentd("start", "--port", port, timeout=120)
     assert started.returncode == 0, started.stderr
     try:

@@ -1,5 +1,5 @@
 """The support-agent example against seed 000's evaluation cases: scripted replies where the point is what
-code does with a reply, the real bundled model where the point is the model path."""
+code does with a reply, the real smoke model where the point is the model path."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from runtime import logs, proposal
 from runtime.agent import Runtime, run_task
 from runtime.artifacts import ArtifactStore
 from runtime.inference import LocalModel
-from runtime.model_file import bundled_model_path
+from runtime.model_file import smoke_model_path
 from runtime.plugins import load
 from runtime.tasks import submit_task
 from runtime.tools import ToolContext
@@ -47,7 +47,7 @@ GOAL = "Why is my API key not working?"
 
 @pytest.fixture(scope="module")
 def model() -> LocalModel:
-    return LocalModel(bundled_model_path(), kv_cache_bytes=256 * 2**20)
+    return LocalModel(smoke_model_path(), kv_cache_bytes=256 * 2**20)
 
 
 @pytest.fixture(autouse=True)
@@ -324,10 +324,10 @@ def test_no_key_value_reaches_a_prompt_the_event_log_or_the_log_file(store, mode
             assert secret not in text and secret[8:-4] not in text, f"a key value reached the {where}"
 
 
-# -- the model path, on the real bundled model ---------------------------------------------------
+# -- the model path, on the real smoke model -----------------------------------------------------
 
 
-def test_the_bundled_model_takes_the_request_and_stops_cleanly(store, model, accounts, tmp_path) -> None:
+def test_the_smoke_model_takes_the_request_and_stops_cleanly(store, model, accounts, tmp_path) -> None:
     before = accounts.read_bytes()
     rt = example_runtime(store, model, tmp_path)
     task_id = submit(store)

@@ -15,7 +15,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runtime.artifacts import ArtifactStore
-from runtime.model_file import resolve_model
+from runtime.model_file import smoke_model_path
 from runtime.tools import (
     FACT_ARTIFACT_REFS,
     Effect,
@@ -404,7 +404,7 @@ def test_llama_cpp_itself_parses_the_proposal_grammar() -> None:
     import llama_cpp
     from llama_cpp import Llama, LlamaGrammar
 
-    model_path = resolve_model(None)
+    model_path = smoke_model_path()
     grammar = LlamaGrammar.from_json_schema(json.dumps(builtin_registry().proposal_schema()), verbose=False)
     model = Llama(model_path=str(model_path), vocab_only=True, verbose=False)
     vocab = llama_cpp.llama_model_get_vocab(model.model)
