@@ -1,6 +1,7 @@
-"""What prefix reuse and per-session KV states are worth with the local model, in figures.
+"""What prefix reuse, per-session KV states and OpenMP's wait policy are worth with the local model, in figures.
 
-With one model (the bundled SmolLM2-135M unless --model names another) it prints:
+With one model (the default qwen2.5-coder-0.5b unless --model names another: a known name or a GGUF path)
+it prints:
 
     prompt processing   tokens/s evaluating a --tokens prompt from an empty context, and generation tokens/s
     prefix reuse        time to first token for that prompt cold, extended by one turn with the prefix
@@ -8,18 +9,28 @@ With one model (the bundled SmolLM2-135M unless --model names another) it prints
     KV state            bytes per token of context and fixed overhead, from snapshots at two lengths
     save / load         milliseconds to copy a --tokens state out of llama.cpp and back, agentd's way and
                         through Llama.save_state() / load_state()
+    wait policy         generation tokens/s with the machine idle and with one other core kept busy (a
+                        busy-loop process for the duration), each with OMP_WAIT_POLICY=PASSIVE (what
+                        agentd sets) and with the variable unset (libgomp's default, whose idle threads
+                        spin), side by side with their ratios. Each of the four runs in its own child
+                        process, since libgomp reads the policy once, when llama.cpp's library loads.
 
-These size the KV LRU: a state costs its bytes for as long as it is kept, and restoring it costs the
-load time instead of re-evaluating the prompt. Figures only, no assertions.
+The first four size the KV LRU: a state costs its bytes for as long as it is kept, and restoring it
+costs the load time instead of re-evaluating the prompt. The last says why agentd sets the policy.
+Figures only, no assertions.
 
     python bench/inference_bench.py
     python bench/inference_bench.py --tokens 2000 --repeats 3 --threads 2
+    python bench/inference_bench.py --wait-policy-only
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -57,13 +68,87 @@ def timed_ms(action, repeats: int) -> float:
     return statistics.median(times)
 
 
+# One prompt for every wait-policy run; greedy decoding makes each run generate the same tokens.
+COUNTING = [Message("user", "Count from 1 to 200 in words, separated by commas.")]
+POLICIES = ("passive", "default")
+
+
+def generation_child(args: argparse.Namespace) -> None:
+    """One wait-policy run: generation tokens/s, as one JSON line on stdout."""
+    # `import runtime` (above) set PASSIVE unless the variable was there already; llama.cpp's library is
+    # not loaded yet, so what the environment holds now is what libgomp reads.
+    assert "llama_cpp" not in sys.modules
+    if args.child == "default":
+        os.environ.pop("OMP_WAIT_POLICY", None)
+    else:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    model = LocalModel(resolve_model(args.model), n_ctx=2048, n_threads=args.threads, kv_cache_bytes=0)
+    prompt = model.render(COUNTING)
+    model.complete(prompt, schema=None, max_tokens=8)  # warm: the prompt is cached for the timed runs
+    rates, tokens = [], 0
+    for _ in range(args.policy_runs):
+        done = model.complete(prompt, schema=None, max_tokens=args.policy_tokens)
+        tokens = done.stats.completion_tokens
+        rates.append(tokens / done.stats.generation_s)
+    print(json.dumps({"policy": os.environ.get("OMP_WAIT_POLICY"), "tokens": tokens,
+                      "tok_s": statistics.median(rates), "runs": rates}))
+    model.close()
+
+
+def wait_policy(args: argparse.Namespace, threads: int) -> None:
+    results: dict[tuple[str, str], dict] = {}
+    for load in ("idle", "busy"):
+        for policy in POLICIES:
+            results[load, policy] = run_child(args, threads, policy, busy=load == "busy")
+    tokens = results["idle", "passive"]["tokens"]
+    print(f"\nwait policy: generation, {threads} threads, {tokens} tokens, median of {args.policy_runs} runs")
+    print(f"  {'':18}{'PASSIVE':>14}{'unset':>14}{'PASSIVE / unset':>18}")
+    for load, label in (("idle", "machine idle"), ("busy", "other core busy")):
+        passive, default = results[load, "passive"]["tok_s"], results[load, "default"]["tok_s"]
+        print(f"  {label:18}{passive:8.1f} tok/s{default:8.1f} tok/s{passive / default:17.1f}x")
+    ratios = [results["busy", p]["tok_s"] / results["idle", p]["tok_s"] for p in POLICIES]
+    print(f"  {'busy / idle':18}{ratios[0]:13.2f}x{ratios[1]:13.2f}x")
+
+
+def run_child(args: argparse.Namespace, threads: int, policy: str, *, busy: bool) -> dict:
+    command = [sys.executable, __file__, "--child", policy, "--threads", str(threads),
+               "--policy-tokens", str(args.policy_tokens), "--policy-runs", str(args.policy_runs)]
+    if args.model is not None:
+        command += ["--model", str(args.model)]
+    # What the user's environment holds for the policy is set aside: each child sets its own.
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True)
+    finally:
+        if spinner is not None:
+            spinner.kill()
+            spinner.wait()
+    if done.returncode != 0:
+        raise SystemExit(f"the {policy} run failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", type=Path, help="GGUF model file (default: the bundled SmolLM2-135M)")
+    parser.add_argument("--model", help="known model name or GGUF file (default: qwen2.5-coder-0.5b)")
     parser.add_argument("--tokens", type=int, default=4000, help="length of the long prompt (default 4000)")
     parser.add_argument("--repeats", type=int, default=5, help="runs of each save/load timing (median shown)")
-    parser.add_argument("--threads", type=int, help="generation threads (default: llama-cpp-python's choice)")
+    parser.add_argument("--threads", type=int, help="generation threads (default: llama-cpp-python's choice; "
+                        "for the wait policy, agentd's: one per CPU, at most 4)")
+    parser.add_argument("--wait-policy-only", action="store_true", help="only the wait-policy comparison")
+    parser.add_argument("--policy-tokens", type=int, default=32, help="tokens generated per wait-policy run")
+    parser.add_argument("--policy-runs", type=int, default=3, help="timed runs per wait-policy case (median)")
+    parser.add_argument("--child", choices=POLICIES, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        generation_child(args)
+        return
+    # The wait-policy children run with the threads agentd would use (runtime/host.py).
+    policy_threads = args.threads or min(4, os.cpu_count() or 1)
+    if args.wait_policy_only:
+        wait_policy(args, policy_threads)
+        return
 
     model = LocalModel(resolve_model(args.model), n_threads=args.threads)
     llama = model._llama
@@ -122,6 +207,8 @@ def main() -> None:
     print(f"  Llama.save_state/load_state:   save {llama_save_ms:6.1f} ms  load {llama_load_ms:6.1f} ms  "
           f"({llama_bytes / 2**20:.1f} MiB, with the logits buffer)")
     model.close()
+
+    wait_policy(args, policy_threads)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import runtime  # noqa: F401  first: it sets llama.cpp's thread wait policy before any test imports llama_cpp
+
 REPO = Path(__file__).resolve().parent.parent
 
 
