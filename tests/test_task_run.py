@@ -13,6 +13,7 @@ from typing import Iterator
 import pytest
 
 from runtime.cli._watch import Watch, bar
+from runtime.plugins import load
 from runtime.progress import Progress
 from tests.test_daemon import free_port
 from tests.test_daemon_crash import REPO, wait_for_port
@@ -196,3 +197,29 @@ def test_a_malformed_context_pair_is_a_one_line_usage_error(agentd, env, pair: s
 def test_a_context_key_given_twice_is_a_usage_error(agentd, env) -> None:
     out = agentd("task", "submit", "--context", "a=1", "--context", "a=2", "When?", env=env)
     assert (out.returncode, out.stderr) == (2, "agentd: Invalid value for '--context': 'a' is given twice\n")
+
+
+@pytest.mark.slow
+def test_task_run_shows_each_decision_as_it_happens_on_stderr(agentd, endpoint) -> None:
+    env = endpoint([read("notes.txt"), ANSWER])
+    task_id = submitted(agentd, env)
+    ran = agentd("task", "run", task_id, env=env)
+    assert ran.returncode == 0, ran.stderr
+    calls = json.loads(agentd("task", "show", task_id, "--calls", "--json", env=env).stdout)
+    assert len(calls) == 2
+    first, second = (c["prompt_tokens"] for c in calls)
+    most = load([]).profiles["workspace"].max_output_tokens
+    # Not a terminal: a plain line as each stage begins, no bars, no redraws.
+    assert [line for line in ran.stderr.splitlines() if line.startswith("step ")] == [
+        "step 1: deciding",
+        f"step 1: evaluating a prompt of {first:,} tokens, 0 of them cached",
+        f"step 1: generating (at most {most:,} tokens)",
+        "step 1: running read_file",
+        "step 1: called read_file -> ok",
+        "step 2: deciding",
+        f"step 2: evaluating a prompt of {second:,} tokens, 0 of them cached",
+        f"step 2: generating (at most {most:,} tokens)",
+        "step 2: answered",
+    ]
+    assert "\r" not in ran.stderr
+    assert ran.stdout.splitlines() == [f"{task_id} completed", "answer: March 3 (sources: notes.txt)"]
