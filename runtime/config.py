@@ -59,7 +59,7 @@ class Settings(BaseModel):
         if isinstance(value, os.PathLike):
             value = os.fspath(value)
         if isinstance(value, str) and not value.strip():
-            raise ValueError("a model's name or a GGUF file's path, not an empty string")
+            raise ValueError("a model's name or a GGUF file's path, not blank")
         return value
 
     @property

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,33 @@ def test_a_bad_setting_names_its_key_and_where_it_came_from(tmp_path: Path, toml
 def test_a_named_config_file_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="missing.toml does not exist"):
         load_settings(tmp_path / "missing.toml", environ={})
+
+
+def test_model_is_a_known_name_or_a_path_from_any_source(tmp_path: Path) -> None:
+    assert load_settings(environ={}).model is None  # the default model, qwen2.5-coder-0.5b
+    assert load_settings(environ={"AGENTD_MODEL": "smollm2-135m"}).model == "smollm2-135m"
+    (tmp_path / "agentd.toml").write_text('model = "/models/any.gguf"\n')
+    assert load_settings(environ={}).model == "/models/any.gguf"
+    # A flag hands over a Path; it is kept as the text the user typed, a name or a path alike.
+    assert load_settings(environ={}, model=Path("qwen2.5-coder-1.5b")).model == "qwen2.5-coder-1.5b"
+    assert load_settings(environ={}, model=Path("/models/other.gguf")).model == "/models/other.gguf"
+
+
+@pytest.mark.parametrize(
+    ("toml", "environ", "message"),
+    [
+        ('model = ""\n', {}, "invalid value for model (from agentd.toml)"),
+        ("model = 7\n", {}, "invalid value for model (from agentd.toml)"),
+        ("", {"AGENTD_MODEL": " "}, "invalid value for model (from AGENTD_MODEL)"),
+    ],
+)
+def test_an_empty_or_non_text_model_names_its_source(tmp_path: Path, toml, environ, message) -> None:
+    (tmp_path / "agentd.toml").write_text(toml)
+    with pytest.raises(ConfigError) as err:
+        load_settings(environ=environ)
+    assert message in str(err.value)
+
+
+def test_models_dir_defaults_beside_the_installation_and_can_be_moved(tmp_path: Path) -> None:
+    assert load_settings(environ={}).models_dir == Path(sys.prefix) / "share" / "agentd" / "models"
+    assert load_settings(environ={"AGENTD_MODELS_DIR": str(tmp_path / "m")}).models_dir == tmp_path / "m"
