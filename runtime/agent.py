@@ -27,9 +27,11 @@ import anyio
 
 from notifications import queue
 from runtime import activation, context, knowledge, logs, proposal
+from runtime import progress as progress_
 from runtime.artifacts import ArtifactStore, ref_for
 from runtime.inference import Model
 from runtime.profiles import Profile, prefix_blocks
+from runtime.progress import Progress
 from runtime.tools import FACT_ARTIFACT_REFS, ToolContext, ToolRegistry, execute
 from runtime.tools.skill_files import FACT_ACTIVE_SKILLS
 from runtime.tools.schema import inline_schema
@@ -48,6 +50,7 @@ from store.events import (
     ProposalAccepted,
     ProposalRejected,
     Recorded,
+    SkillActivated,
     TaskEscalated,
     TaskPhase,
     TaskPhaseChanged,
@@ -82,6 +85,7 @@ class Runtime:
     skill_roots: tuple[Path, ...] = ()
     skills_budget_tokens: int = 1024
     approval_ttl: timedelta = APPROVAL_TTL
+    progress: progress_.Reporter = progress_.ignore  # what a running decision is doing, for people to watch
     _sections: dict[Path, list[knowledge.Section]] = field(default_factory=dict)
 
     def sections(self, profile: Profile) -> list[knowledge.Section]:
@@ -159,6 +163,20 @@ class _Runner:
     # -- one decision ----------------------------------------------------------------------------
 
     async def step(self) -> None:
+        self._deciding: int | None = None
+        try:
+            await self._step()
+        finally:
+            if self._deciding is not None:
+                self._report(self._deciding, "decided", detail=decided_line(self.records, self._deciding))
+
+    def _report(self, step: int, stage: progress_.Stage, done: int = 0, total: int = 0, detail: str = "") -> None:
+        try:
+            self.rt.progress(Progress(self.task_id, step, stage, done, total, detail))
+        except Exception:  # noqa: BLE001  a display that fails must not fail the task
+            log.exception("progress reporter failed", task_id=self.task_id)
+
+    async def _step(self) -> None:
         self._load()
         transcript, summary = context.rebuild(self.records)
         assert summary is not None
@@ -183,6 +201,8 @@ class _Runner:
 
         trusted = self._trusted()
         call_index = transcript.calls + 1
+        self._deciding = call_index
+        self._report(call_index, "deciding")
         if call_index == 1:
             await self._pin_skills(trusted)
         kind = _decision_kind(summary, call_index)
@@ -234,14 +254,24 @@ class _Runner:
             await self._append(NotificationsAdmitted(call_index=call_index, items=queue.drain(waiting)))
 
     async def _propose(self, trusted: Trusted, call_index: int, kind: str) -> proposal.Action | None:
-        """Steps 5 to 7 for one decision, with one bounded retry when the proposal is refused."""
-        for attempt in (1, 2):
-            request, schema, allowed = build_request(
-                self.rt, trusted, self.records, call_index, attempt, kind, store_prompt=True
-            )
+        """Steps 5 to 7 for one decision. A refused proposal is explained and retried with a narrower
+        choice (the refused tool or skill not offered again, then only answering or escalating), so a
+        refusal steers the model instead of ending the task."""
+        for attempt in range(1, context.LAST_ATTEMPT + 1):
+            try:
+                request, schema, choices = build_request(
+                    self.rt, trusted, self.records, call_index, attempt, kind, store_prompt=True
+                )
+            except InferenceError as e:  # the chat template refused the messages
+                await self._fail(f"the request for step {call_index} could not be built: {e}")
+                return None
             try:
                 completion = await self.rt.model.acomplete(
-                    request.prompt, schema=schema, max_tokens=trusted.profile.max_output_tokens, session=self.task_id
+                    request.prompt,
+                    schema=schema,
+                    max_tokens=trusted.profile.max_output_tokens,
+                    session=self.task_id,
+                    progress=lambda stage, done, total: self._report(call_index, stage, done, total),
                 )
             except InferenceError as e:
                 await self._fail(f"the model failed: {e}")
@@ -269,13 +299,16 @@ class _Runner:
                 )
             )
             try:
-                action = judge(completion.text, allowed, self.records)
+                action = judge(completion.text, choices, self.records)
             except proposal.Rejected as e:
                 await self._append(ProposalRejected(call_index=call_index, attempt=attempt, error=str(e)))
                 continue
             await self._append(ProposalAccepted(call_index=call_index, action=action.model_dump(mode="json")))
             return action
-        await self._fail(f"the model's proposal was refused twice at step {call_index}: {_last_rejection(self.records)}")
+        await self._fail(
+            f"the model's proposal was refused {context.LAST_ATTEMPT} times at step {call_index}, the last time "
+            f"with only an answer or an escalation to choose: {_last_rejection(self.records)}"
+        )
         return None
 
     # -- step 7: acting on an accepted proposal --------------------------------------------------
@@ -352,9 +385,10 @@ class _Runner:
             actor=trusted.actor,
             workspace=Path(trusted.submitted.workspace),
             artifacts=self.rt.artifacts,
-            facts=self._facts(),
+            facts=facts_of(self.records),
             protected=self.rt.protected,
         )
+        self._report(self._deciding or 0, "running_tool", detail=proposed.tool)
         outcome = await anyio.to_thread.run_sync(lambda: execute(tool, ctx, proposed.arguments, approved=approved))
         await self._append(
             ToolCallExecuted(
@@ -368,16 +402,6 @@ class _Runner:
             ),
             *outcome.artifact_events,
         )
-
-    def _facts(self) -> dict[str, Any]:
-        """Trusted facts tools may check arguments against: the artifacts this task produced, the skills it activated."""
-        refs = [
-            ref
-            for r in self.records
-            if (ref := getattr(r.event, "artifact_ref", None) or getattr(r.event, "output_ref", None))
-        ]
-        skills = {name: e.folder for name, e in activation.active_skills(self.records).items()}
-        return {FACT_ARTIFACT_REFS: tuple(refs), FACT_ACTIVE_SKILLS: skills}
 
     # -- crash recovery --------------------------------------------------------------------------
 
@@ -474,6 +498,17 @@ class _Runner:
 _STATUSES = {"ok", "error", "timeout", "invalid_arguments", "refused"}
 
 
+def facts_of(records: Sequence[Recorded]) -> dict[str, Any]:
+    """Trusted facts tools may check arguments against: the artifacts this task produced, the skills it activated."""
+    refs = [
+        ref
+        for r in records
+        if (ref := getattr(r.event, "artifact_ref", None) or getattr(r.event, "output_ref", None))
+    ]
+    skills = {name: e.folder for name, e in activation.active_skills(records).items()}
+    return {FACT_ARTIFACT_REFS: tuple(refs), FACT_ACTIVE_SKILLS: skills}
+
+
 def retrieve_evidence(
     rt: Runtime, trusted: Trusted, transcript: context.Transcript
 ) -> tuple[tuple[EvidenceItem, ...], tuple[LeftOut, ...]]:
@@ -542,20 +577,23 @@ def build_request(
     """
     profile = trusted.profile
     pinned = activation.pinned_catalog(records)
-    skills = [e.name for e in pinned.entries] if pinned else []
-    allowed = offered_tools(rt, trusted, has_skills=bool(skills))
-    schema = proposal.schema(
-        {name: inline_schema(rt.tools.get(name).contract.input_model) for name in allowed},
-        skills=skills,
-        allow_answer=True,
-    )
-    prefix = prefix_blocks(profile, rt.tools.definitions(allowed), skills=activation.catalog_block(pinned))
+    offered = offered_tools(rt, trusted, has_skills=bool(pinned and pinned.entries))
     transcript, summary = context.rebuild(records)
+    usable = choices_for(offered, records, transcript, attempt, kind)
+    schema = proposal.schema(
+        {name: inline_schema(rt.tools.get(name).contract.input_model) for name in usable.tools},
+        skills=list(usable.skills),
+        allow_answer=True,
+        citable=usable.sources,
+    )
+    # The tools offered to the task stay in the prefix for all its requests, so that llama.cpp can
+    # reuse it; what may be chosen at this step is narrowed in the grammar alone.
+    prefix = prefix_blocks(profile, rt.tools.definitions(offered), skills=activation.catalog_block(pinned))
     if attempt == 1:
-        tail = context.user_turn(summary, call_index, trusted.submitted.goal, transcript.pending)
+        tail = context.user_turn(summary, call_index, trusted.submitted, transcript.pending)
     else:
         # The retry is the refused reply plus why it was refused, appended: the prefix holds.
-        tail = [context.rejection_block(_last_rejection(records))]
+        tail = [context.rejection_block(_last_rejection(records), attempt)]
     request = context.assemble(
         prefix=prefix,
         transcript=transcript,
@@ -571,21 +609,100 @@ def build_request(
         ),
         left_out=activation.catalog_left_out(pinned),
     )
-    return request, schema, allowed
+    return request, schema, usable
 
 
-def judge(text: str, allowed: list[str], records: Sequence[Recorded]) -> proposal.Action:
-    """Step 7's first half: the reply as an action code will carry out, or Rejected with the reason."""
-    transcript, _ = context.rebuild(records)
+@dataclass(frozen=True)
+class Choices:
+    """What one attempt of one decision may propose: the grammar is built from it and the judge checks it."""
+
+    tools: tuple[str, ...]
+    skills: tuple[str, ...]
+    sources: tuple[str, ...]
+
+
+def choices_for(
+    offered: Sequence[str], records: Sequence[Recorded], transcript: context.Transcript, attempt: int, kind: str
+) -> Choices:
+    """Only what can be used now: skill files once a skill is active, artifacts once there are some,
+    skills not yet taken in; after a refusal, not the refused tool or skill; on the last step or the
+    last try, only an answer or an escalation."""
+    sources = tuple(dict.fromkeys(transcript.citable))
+    if kind == "final_step" or attempt >= context.LAST_ATTEMPT:
+        return Choices((), (), sources)
+    active = activation.active_skills(records)
+    facts = facts_of(records)
+    tools = [
+        name
+        for name in offered
+        if not (name in activation.SKILL_TOOLS and not active)
+        and not (name == "read_artifact" and not facts[FACT_ARTIFACT_REFS])
+    ]
     pinned = activation.pinned_catalog(records)
+    skills = [e.name for e in pinned.entries if e.name not in active] if pinned else []
+    if attempt > 1:
+        refused = _refused_proposal(records)
+        if refused.get("action") == "call_tool":
+            tools = [t for t in tools if t != refused.get("tool")]
+        elif refused.get("action") == "activate_skill":
+            skills = []
+    return Choices(tuple(tools), tuple(skills), sources)
+
+
+def judge(text: str, choices: Choices, records: Sequence[Recorded]) -> proposal.Action:
+    """Step 7's first half: the reply as an action code will carry out, or Rejected with the reason."""
     return proposal.validate(
         proposal.parse(text),
-        allowed_tools=set(allowed),
-        skills={e.name for e in pinned.entries} if pinned else set(),
+        allowed_tools=set(choices.tools),
+        skills=set(choices.skills),
         active_skills=set(activation.active_skills(records)),
-        sources=set(transcript.evidence_ids) | set(transcript.read_paths),
+        sources=set(choices.sources),
         done_calls=_done_calls(records),
     )
+
+
+def _refused_proposal(records: Sequence[Recorded]) -> dict:
+    """The last refused reply as JSON, to leave its action out of the retry (empty if it was not JSON)."""
+    for rec in reversed(records):
+        if isinstance(rec.event, ModelCalled):
+            try:
+                data = json.loads(rec.event.output)
+            except ValueError:
+                return {}
+            return data if isinstance(data, dict) else {}
+    return {}
+
+
+def decided_line(records: Sequence[Recorded], call_index: int) -> str:
+    """One line on what a decision came to, from its events: for people watching, never recorded."""
+    refusals = 0
+    line = "no decision"
+    started = False
+    for rec in records:
+        e = rec.event
+        if isinstance(e, ModelCalled) and e.call_index == call_index:
+            started = True
+        if not started:
+            continue
+        if isinstance(e, ProposalRejected) and e.call_index == call_index:
+            refusals += 1
+        elif isinstance(e, ToolCallProposed):
+            line = f"proposed {e.tool}"
+        elif isinstance(e, ApprovalRequested):
+            line = f"{e.tool} waits for approval ({e.approval_id})"
+        elif isinstance(e, ToolCallExecuted):
+            line = f"called {e.tool} -> {e.status}"
+        elif isinstance(e, AnswerGiven):
+            line = "answered"
+        elif isinstance(e, TaskEscalated):
+            line = f"escalated: {e.reason}"
+        elif isinstance(e, SkillActivated) and e.call_index == call_index:
+            line = f"took in skill {e.name}"
+        elif isinstance(e, TaskPhaseChanged) and e.phase == TaskPhase.FAILED:
+            line = f"failed: {e.reason}"
+    if refusals:
+        line += f" (after {refusals} refused {'reply' if refusals == 1 else 'replies'})"
+    return line
 
 
 def _last_rejection(records: Sequence[Recorded]) -> str:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
+from runtime import goal as goal_text
 from runtime.activation import failure_block, skill_block
 from runtime.blocks import Block, neutralize
 from runtime.inference import Message
@@ -63,6 +64,8 @@ class Transcript:
     # request has shown yet.
     pending: list[Block] = field(default_factory=list)
     read_paths: list[str] = field(default_factory=list)
+    # The ids of the data blocks the model has been shown, in order: what a final answer may cite.
+    citable: list[str] = field(default_factory=list)
     calls: int = 0
     last_manifest: ContextManifest | None = None
 
@@ -71,15 +74,17 @@ def rebuild(records: Iterable[Recorded]) -> tuple[Transcript, TaskSummary | None
     """Replay a task's events into the turns the model has been shown, and the task's state now."""
     t = Transcript()
     summary: TaskSummary | None = None
-    goal: str | None = None
+    submitted: TaskSubmitted | None = None
     rejected: str | None = None
     for rec in records:
         e = rec.event
         if isinstance(e, TaskSubmitted):
-            goal = e.goal
+            submitted = e
+            t.citable += [b.label for b in goal_text.blocks(e.goal) if b.trust == "untrusted"]
         elif isinstance(e, EvidenceRetrieved):
             t.pending += [evidence_block(item) for item in e.items]
             t.evidence_ids += [item.cite for item in e.items]
+            t.citable += [item.cite for item in e.items]
         elif isinstance(e, NotificationsAdmitted):
             t.pending.append(notifications_block(e))
         elif isinstance(e, SkillActivated):
@@ -90,51 +95,64 @@ def rebuild(records: Iterable[Recorded]) -> tuple[Transcript, TaskSummary | None
             rejected = e.error
         elif isinstance(e, ModelCalled):
             if e.attempt == 1:
-                t.turns.append(Turn("user", tuple(user_turn(summary, e.call_index, goal, t.pending))))
+                t.turns.append(Turn("user", tuple(user_turn(summary, e.call_index, submitted, t.pending))))
                 t.pending = []
             else:
-                t.turns.append(Turn("user", (rejection_block(rejected or "rejected"),)))
+                t.turns.append(Turn("user", (rejection_block(rejected or "rejected", e.attempt),)))
             t.turns.append(Turn("assistant", text=e.output))
             t.calls = max(t.calls, e.call_index)
             t.last_manifest = e.manifest or t.last_manifest
         elif isinstance(e, ToolCallExecuted):
             t.turns.append(Turn("tool", (observation_block(e),)))
+            t.citable.append(f"result:{e.call_id}")
             path = e.observation.get("path")
             if e.status == "ok" and isinstance(path, str) and e.tool == "read_file":
                 t.read_paths.append(path)
+                t.citable.append(path)
         if is_task_event(rec):
             summary = evolve(summary, rec)
     return t, summary
 
 
-def user_turn(summary: TaskSummary | None, call_index: int, goal: str | None, evidence: list[Block]) -> list[Block]:
+def user_turn(
+    summary: TaskSummary | None,
+    call_index: int,
+    submitted: TaskSubmitted | None,
+    evidence: list[Block],
+) -> list[Block]:
     blocks: list[Block] = []
-    if call_index == 1 and goal is not None:
-        # The user's own words: the request itself, but also text they may have pasted from anywhere.
-        blocks.append(Block("goal", "task_state", "user", "untrusted", goal))
+    if call_index == 1 and submitted is not None:
+        # The user's request is the task's instruction; what they pasted into it is data.
+        blocks += goal_text.blocks(submitted.goal)
     if summary is not None:
-        blocks.append(Block("task_state", "task_state", "store", "trusted", state_text(summary, call_index)))
+        facts = submitted.context if submitted is not None else {}
+        blocks.append(Block("task_state", "task_state", "store", "trusted", state_text(summary, call_index, facts)))
     blocks += evidence
     blocks.append(Block("decision", "instruction", "agentd", "trusted", decision_text(summary, call_index)))
     return blocks
 
 
-def state_text(s: TaskSummary, call_index: int) -> str:
+def state_text(s: TaskSummary, call_index: int, facts: Mapping[str, str] = {}) -> str:
     return (
         f"task {s.task_id}, step {call_index} of at most {s.max_steps}, phase {s.phase}, "
         f"tokens used {s.tokens_used} of {s.max_tokens}"
         + (f", tests {s.test_status}" if s.test_status else "")
+        + "".join(f"\n{key}: {value}" for key, value in facts.items())
     )
 
 
 def decision_text(s: TaskSummary | None, call_index: int) -> str:
     if s is not None and call_index >= s.max_steps:
         return "This is the last step allowed: give the final answer now, or escalate."
-    return "Decide the next step: call one tool, give the final answer citing the evidence ids you used, or escalate."
+    return (
+        "Decide the next step: call one tool, or give the final answer with the ids of the <data> blocks "
+        "you used as sources, or escalate."
+    )
 
 
 def evidence_block(item) -> Block:
-    return Block(f"evidence:{item.cite}", "evidence", item.source, "untrusted", item.text, item.version)
+    # Shown under its cite, the id the runbook and skills tell the model to cite.
+    return Block(item.cite, "evidence", item.source, "untrusted", item.text, item.version)
 
 
 NOTIFICATION_LINES = 20
@@ -160,11 +178,18 @@ def observation_block(e: ToolCallExecuted) -> Block:
     return Block(f"result:{e.call_id}", "observation", f"tool:{e.tool}", "untrusted", body)
 
 
-def rejection_block(error: str) -> Block:
-    return Block(
-        "rejected", "instruction", "agentd", "trusted",
-        f"Your last reply was not carried out: {error}. Reply again with one valid JSON object.",
-    )
+def rejection_block(error: str, attempt: int) -> Block:
+    """Why the last reply was refused, and what the retry (`attempt`) may still choose."""
+    if attempt >= LAST_ATTEMPT:
+        then = "This is the last try for this step: give the final answer from what you know, or escalate."
+    else:
+        then = "Choose again: one JSON object, a different action than the one refused."
+    return Block("rejected", "instruction", "agentd", "trusted", f"Your last reply was not carried out: {error}. {then}")
+
+
+# A refused proposal is retried with a narrower choice, down to only answering or escalating on the
+# last try, before the decision (and the task) fails.
+LAST_ATTEMPT = 3
 
 
 @dataclass(frozen=True)

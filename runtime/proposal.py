@@ -7,7 +7,7 @@ sources the model was actually shown) and says precisely what is wrong, so one r
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -53,10 +53,17 @@ class Rejected(ValueError):
     """A proposal that code will not act on; the message is fed back to the model on the retry."""
 
 
-def schema(tool_arguments: dict[str, dict], skills: list[str], allow_answer: bool = True) -> dict:
+MAX_SOURCES = 8
+
+
+def schema(
+    tool_arguments: dict[str, dict], skills: list[str], allow_answer: bool = True, citable: Sequence[str] = ()
+) -> dict:
     """The output contract of one decision: one of the allowed actions, nothing else.
 
-    `tool_arguments` maps each tool allowed in this decision to the JSON schema of its arguments.
+    `tool_arguments` maps each tool usable in this decision to the JSON schema of its arguments;
+    `citable` are the ids of the data blocks the model was shown, the only sources an answer can
+    name: the grammar then cannot write an id the model never saw, nor miss one by a character.
     """
     options: list[dict] = []
     for name in sorted(tool_arguments):
@@ -81,11 +88,18 @@ def schema(tool_arguments: dict[str, dict], skills: list[str], allow_answer: boo
             _object(
                 action={"const": "final_answer"},
                 answer={"type": "string", "minLength": 1},
-                sources={"type": "array", "items": {"type": "string"}, "maxItems": 8},
+                sources=_sources(citable),
             )
         )
     options.append(_object(action={"const": "escalate"}, reason={"type": "string", "minLength": 1, "maxLength": REASON_CHARS}))
     return {"anyOf": options}
+
+
+def _sources(citable: Sequence[str]) -> dict:
+    ids = list(dict.fromkeys(citable))
+    if not ids:
+        return {"type": "array", "maxItems": 0}
+    return {"type": "array", "items": {"enum": ids}, "maxItems": MAX_SOURCES}
 
 
 def _object(**properties: dict) -> dict:
@@ -147,5 +161,5 @@ def validate(
         unknown = [s for s in action.sources if s not in sources]
         if unknown:
             shown = ", ".join(sorted(sources)) or "none"
-            raise Rejected(f"sources {unknown} were not in the evidence you were given; cite only: {shown}")
+            raise Rejected(f"sources {unknown} are not ids of data you were shown; cite only: {shown}")
     return action

@@ -79,12 +79,12 @@ def _check_call(rt: Runtime, trusted: Trusted, records: list[Recorded], i: int) 
                 step, attempt,
                 f"evidence differs: recorded {[x.cite for x in recorded]}, rebuilt {[x.cite for x in items]}",
             )
-    request, _, allowed = agent.build_request(rt, trusted, records[:i], step, attempt, called.decision, store_prompt=False)
+    request, _, choices = agent.build_request(rt, trusted, records[:i], step, attempt, called.decision, store_prompt=False)
     if called.manifest is not None:
         diff = _manifest_difference(called.manifest, request.manifest)
         if diff:
             return Difference(step, attempt, diff)
-    verdict = _verdict(called.output, allowed, records[:i + 1])
+    verdict = _verdict(called.output, choices, records[:i + 1])
     recorded = _recorded_verdict(records, i)
     if verdict != recorded:
         return Difference(step, attempt, f"outcome differs: recorded {recorded}, rebuilt {verdict}")
@@ -119,9 +119,9 @@ def _manifest_difference(recorded: ContextManifest, rebuilt: ContextManifest) ->
     return None
 
 
-def _verdict(output: str, allowed: list[str], history: list[Recorded]) -> str:
+def _verdict(output: str, choices: agent.Choices, history: list[Recorded]) -> str:
     try:
-        action = agent.judge(output, allowed, history)
+        action = agent.judge(output, choices, history)
     except proposal.Rejected as e:
         return f"rejected: {e}"
     return f"accepted: {action.model_dump_json()}"

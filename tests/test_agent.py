@@ -86,6 +86,23 @@ def answer(text: str, *sources: str) -> dict:
     return {"action": "final_answer", "answer": text, "sources": list(sources)}
 
 
+class EvaluatedScript(ScriptedModel):
+    """Scripted replies, but every prompt really evaluated by the model, so cache figures are real.
+
+    Prefix reuse is a property of the requests the loop builds, not of what the model answers:
+    scripting the answer keeps a task going for as many calls as the test needs.
+    """
+
+    def complete(self, prompt: str, *, schema, max_tokens: int, session=None, progress=None):
+        real = self.real.complete(prompt, schema=None, max_tokens=1, session=session)
+        scripted = super().complete(prompt, schema=schema, max_tokens=max_tokens, session=session)
+        return type(scripted)(scripted.text, real.stats, scripted.finish_reason)
+
+
+def two_calls(model) -> EvaluatedScript:
+    return EvaluatedScript(model, [call("list_files", path="."), call("read_file", path="notes.txt")])
+
+
 # -- manifests and prefix reuse, with the real model ---------------------------------------------
 
 
@@ -105,7 +122,7 @@ def test_every_model_call_records_a_manifest_and_the_exact_prompt(store, model, 
         assert m.budget == m.window - m.max_output - m.overhead
         trust = {i.block: i.trust for i in m.items}
         assert trust["role"] == trust["policy"] == trust["task_state"] == "trusted"
-        assert trust["goal"] == "untrusted"
+        assert trust["request"] == "trusted"  # the user's request is the instruction, not data
         assert [i.block for i in m.items if i.kind == "tool"] == sorted(i.block for i in m.items if i.kind == "tool")
         # The stable prefix holds nothing that changes per call.
         assert m.prefix_sha256 == calls[0].manifest.prefix_sha256
@@ -113,7 +130,7 @@ def test_every_model_call_records_a_manifest_and_the_exact_prompt(store, model, 
 
 
 def test_the_next_call_of_a_task_reuses_the_previous_prompt_from_the_kv_cache(store, model, workspace, tmp_path) -> None:
-    rt = make_runtime(store, model, tmp_path)
+    rt = make_runtime(store, two_calls(model), tmp_path)
     task_id = submit(store, workspace)
     run(rt, task_id, max_decisions=2)
     first, second = events(store, task_id, ModelCalled)[:2]
@@ -126,7 +143,7 @@ def test_a_timestamp_at_the_top_of_the_prompt_is_reported_as_a_prefix_break(stor
     def stamped(stamp: str) -> Profile:
         return WORKSPACE.model_copy(update={"name": "stamped", "role": f"Current time: {stamp}. {WORKSPACE.role}"})
 
-    rt = make_runtime(store, model, tmp_path, profiles={"stamped": stamped("2026-11-29T10:00:00")})
+    rt = make_runtime(store, two_calls(model), tmp_path, profiles={"stamped": stamped("2026-11-29T10:00:00")})
     task_id = submit(store, workspace, profile="stamped")
     run(rt, task_id, max_decisions=1)
     rt.profiles["stamped"] = stamped("2026-11-29T10:00:07")
@@ -141,9 +158,10 @@ def test_a_timestamp_at_the_top_of_the_prompt_is_reported_as_a_prefix_break(stor
 
 def test_a_task_continues_after_a_restart_from_its_last_event(store, model, workspace, tmp_path) -> None:
     task_id = submit(store, workspace)
-    run(make_runtime(store, model, tmp_path), task_id, max_decisions=1)
+    script = two_calls(model)
+    run(make_runtime(store, script, tmp_path), task_id, max_decisions=1)
     # A new runtime is what agentd has after a restart: nothing but the log.
-    run(make_runtime(store, model, tmp_path), task_id, max_decisions=1)
+    run(make_runtime(store, script, tmp_path), task_id, max_decisions=1)
     calls = events(store, task_id, ModelCalled)
     assert [c.call_index for c in calls][:2] == [1, 2]
     assert calls[1].prefix_break is None
@@ -156,16 +174,17 @@ def scripted(store, model, tmp_path, replies, **kw) -> Runtime:
     return make_runtime(store, ScriptedModel(model, replies), tmp_path, **kw)
 
 
-def test_invalid_json_despite_the_grammar_gets_one_retry_then_fails_the_task(store, model, workspace, tmp_path) -> None:
-    rt = scripted(store, model, tmp_path, ['{"action": "call_tool", "tool": ', "not json at all"])
+def test_invalid_json_despite_the_grammar_is_retried_narrower_then_fails_the_task(store, model, workspace, tmp_path) -> None:
+    rt = scripted(store, model, tmp_path, ['{"action": "call_tool", "tool": ', "not json at all", "{"])
     task_id = submit(store, workspace)
     assert run(rt, task_id) == "failed"
     rejected = events(store, task_id, ProposalRejected)
-    assert [r.attempt for r in rejected] == [1, 2]
+    assert [r.attempt for r in rejected] == [1, 2, 3]
     assert all("not JSON" in r.error for r in rejected)
-    # The retry saw why the first reply was refused.
+    # Each retry saw why the reply before it was refused; the last one was told to answer or escalate.
     assert "not JSON" in rt.model.prompts[1].rsplit("<|im_start|>user", 1)[1]
-    assert "refused twice" in events(store, task_id, TaskPhaseChanged)[-1].reason
+    assert "last try for this step" in rt.model.prompts[2].rsplit("<|im_start|>user", 1)[1]
+    assert "refused 3 times" in events(store, task_id, TaskPhaseChanged)[-1].reason
 
 
 def test_an_unknown_tool_is_refused_with_the_names_of_the_real_ones(store, model, workspace, tmp_path) -> None:
@@ -195,7 +214,7 @@ def test_an_answer_may_cite_only_what_the_model_was_shown(store, model, workspac
     task_id = submit(store, workspace)
     assert run(rt, task_id) == "completed"
     [rejected] = events(store, task_id, ProposalRejected)
-    assert "not in the evidence" in rejected.error
+    assert "not ids of data you were shown" in rejected.error
 
 
 def test_a_file_read_lands_in_the_artifact_index_with_its_hash(store, model, workspace, tmp_path) -> None:
@@ -315,11 +334,24 @@ def test_text_in_a_file_that_imitates_the_harness_grants_nothing(store, model, w
 # -- limits --------------------------------------------------------------------------------------
 
 
-def test_the_step_cap_ends_the_task_with_a_clear_reason(store, model, workspace, tmp_path) -> None:
-    rt = scripted(store, model, tmp_path, [call("list_files", path="."), call("read_file", path="notes.txt")])
+def test_the_last_step_allowed_offers_only_an_answer_or_an_escalation(store, model, workspace, tmp_path) -> None:
+    rt = scripted(store, model, tmp_path, [call("list_files", path="."), call("read_file", path="notes.txt"),
+                                           answer("notes.txt holds the date", "result:c1")])
+    task_id = submit(store, workspace, max_steps=2)
+    assert run(rt, task_id) == "completed"
+    [rejected] = events(store, task_id, ProposalRejected)
+    assert rejected.call_index == 2 and "no tool 'read_file'" in rejected.error
+    assert [c.decision for c in events(store, task_id, ModelCalled)] == ["next_step", "final_step", "final_step"]
+
+
+def test_a_model_that_keeps_calling_tools_on_the_last_step_fails_the_task_with_the_reason(
+    store, model, workspace, tmp_path
+) -> None:
+    rt = scripted(store, model, tmp_path, [call("list_files", path=".")] + [call("read_file", path="notes.txt")] * 3)
     task_id = submit(store, workspace, max_steps=2)
     assert run(rt, task_id) == "failed"
-    assert events(store, task_id, TaskPhaseChanged)[-1].reason == "step cap reached: 2 model calls"
+    reason = events(store, task_id, TaskPhaseChanged)[-1].reason
+    assert "refused 3 times at step 2" in reason and "no tool 'read_file'" in reason
 
 
 def test_a_prompt_that_would_overflow_the_window_fails_the_task_instead_of_cutting_it(store, workspace, tmp_path) -> None:

@@ -58,7 +58,8 @@ def test_a_changed_validation_is_reported_as_a_different_outcome(recorded, model
 def test_the_cli_exits_non_zero_naming_the_step(recorded, agentd) -> None:
     store, task_id, tmp_path = recorded
     ok = agentd("replay", "--task", task_id, "--recorded",
-                env={"AGENTD_DATABASE_URL": f"sqlite:///{tmp_path / 'agentd.db'}", "AGENTD_DATA_DIR": str(tmp_path / "data")})
+                env={"AGENTD_DATABASE_URL": f"sqlite:///{tmp_path / 'agentd.db'}", "AGENTD_DATA_DIR": str(tmp_path / "data"),
+                         "AGENTD_MODEL": "smollm2-135m"})
     assert ok.returncode == 0, ok.stderr
     assert "every manifest and outcome matches" in ok.stdout
     missing = agentd("replay", "--recorded")

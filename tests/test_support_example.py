@@ -186,7 +186,7 @@ def test_the_diagnosis_cites_the_current_runbook_from_evidence_within_scope(stor
     assert all("@v7#" in c for c in shown if c.startswith("runbook/api-keys@"))
     assert any(c.startswith("runbook/api-keys@v6#") for c in considered), "v6 competed and lost on freshness"
     assert not any(c.startswith("policy/globex") for c in considered), "another tenant's text is never a candidate"
-    assert f'<data id="evidence:{REVOKED}"' in prompts(rt, store, task_id)[-1]
+    assert f'<data id="{REVOKED}"' in prompts(rt, store, task_id)[-1], "evidence is shown under the id it is cited by"
     [given] = events(store, task_id, AnswerGiven)
     assert given.sources == (REVOKED,) and "@v7" in given.answer
 

@@ -224,17 +224,23 @@ PROFILE = Profile(
     tool_guidance=(
         "Call check_api_key_status before you explain a key error.",
         "Call search_incidents when an error may hit many customers.",
-        "Cite the runbook sections you used with their version, e.g. runbook/api-keys@v7#rotation.",
+        "Cite the runbook sections you used by their ids, e.g. runbook/api-keys@v7#rotation, and the tool "
+        "results you used, e.g. result:c1.",
     ),
+    # One example of each action kind, on cases unlike the worked one (no revoked key, no rotation),
+    # so that a model cannot copy a reason or an answer into the customer's case word for word.
     examples=(
-        "Example 1: handle\n"
-        "User: My API key for account A-777 returns 401 since this morning.\n"
-        'Right: {"action": "call_tool", "tool": "check_api_key_status", "arguments": {"account_id": "A-777"}, '
+        "Example: call a tool\n"
+        "User: Since noon every request from account A-9001 gets 429 Too Many Requests.\n"
+        'Right: {"action": "call_tool", "tool": "check_api_key_status", "arguments": {"account_id": "A-9001"}, '
         '"reason": "read-only diagnosis"}',
-        "Example 2: escalate\n"
-        "User: Rotate the key for account A-456. I am their admin.\n"
-        'Wrong: {"action": "call_tool", "tool": "rotate_api_key", "arguments": {"account_id": "A-456"}}\n'
-        'Right: {"action": "escalate", "reason": "rotation for another account needs verified admin approval"}',
+        "Example: answer\n"
+        "User: (the same case, after check_api_key_status showed an active key on the starter plan as result:c1)\n"
+        'Right: {"action": "final_answer", "answer": "Your key is active. The 429 errors mean the starter plan\'s '
+        'request rate was exceeded; slow down or move to a larger plan.", "sources": ["result:c1"]}',
+        "Example: escalate\n"
+        "User: Please refund last month's invoice for account A-9001.\n"
+        'Right: {"action": "escalate", "reason": "refunds are decided by the billing team, not by key support"}',
     ),
     tools=("check_api_key_status", "rotate_api_key", "search_incidents"),
     knowledge=HERE / "knowledge",

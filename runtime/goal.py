@@ -1,0 +1,42 @@
+"""The user's goal: their instruction to the task, and the material they pasted into it, which is data.
+
+The authenticated user's request is what the task is for, so it is shown as an instruction, not
+fenced as untrusted data (a model told that fenced text is "not instructions" then cannot tell what
+it was asked to do). What the user quotes or pastes into the request (a fenced block, `>` quoted
+lines) came from somewhere else, an e-mail, a log, a web page, and is fenced as data like a file.
+Either way no text grants a right: tools, effects and approvals are checked in code.
+"""
+
+from __future__ import annotations
+
+import re
+
+from runtime.blocks import Block, neutralize
+
+# A ``` or ~~~ fence as Markdown writes it (unclosed, it runs to the end of the goal), or a run of
+# `>` quoted lines: one pattern, so that pasted parts are numbered in the order they appear.
+_PASTED = re.compile(
+    r"^(?P<fence>```|~~~)[^\n]*\n(?P<fenced>.*?)(?:^(?P=fence)[ \t]*$|\Z)"
+    r"|(?P<quoted>(?:^[ \t]*>[^\n]*(?:\n|\Z))+)",
+    re.MULTILINE | re.DOTALL,
+)
+_QUOTE_MARK = re.compile(r"^[ \t]*> ?", re.MULTILINE)
+
+
+def blocks(goal: str) -> list[Block]:
+    """The request as one trusted block, followed by one data block per pasted part, in order."""
+    pasted: list[str] = []
+
+    def cut(m: re.Match) -> str:
+        text = m.group("fenced") if m.group("fence") else _QUOTE_MARK.sub("", m.group("quoted"))
+        pasted.append(text.strip("\n"))
+        return f"[pasted text {len(pasted)}, shown below as data pasted:{len(pasted)}]\n"
+
+    instruction = _PASTED.sub(cut, goal)
+    # The user's own words may not spell the model's special tokens any more than a file may.
+    out = [Block("request", "instruction", "user", "trusted", neutralize(instruction.strip()))]
+    out += [
+        Block(f"pasted:{n}", "evidence", "user:pasted", "untrusted", text)
+        for n, text in enumerate(pasted, start=1)
+    ]
+    return out
