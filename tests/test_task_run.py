@@ -134,6 +134,19 @@ def test_task_run_exits_zero_and_says_the_answer_when_the_task_completed(agentd,
 
 
 @pytest.mark.slow
+def test_task_run_stopped_by_max_decisions_exits_zero_and_says_how_to_go_on(agentd, endpoint) -> None:
+    env = endpoint([read("notes.txt"), ANSWER])
+    task_id = submitted(agentd, env)
+    ran = agentd("task", "run", task_id, "--max-decisions", "1", env=env)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == [
+        f"{task_id} running", f"stopped after 1 decision (agentd task run {task_id} goes on)"
+    ]
+    again = agentd("task", "run", task_id, env=env)
+    assert again.returncode == 0 and again.stdout.splitlines()[0] == f"{task_id} completed", again.stderr
+
+
+@pytest.mark.slow
 def test_task_run_exits_non_zero_when_the_task_failed(agentd, endpoint) -> None:
     env = endpoint([read("notes.txt"), ANSWER])
     task_id = submitted(agentd, env, "--max-tokens", "1")

@@ -313,7 +313,8 @@ def run(ctx: click.Context, app: App, task_id: str, max_decisions: int | None) -
     if outcome:
         click.echo(outcome)
     elif phase == TaskPhase.RUNNING and max_decisions:
-        click.echo(f"stopped after {max_decisions} decisions (agentd task run {task_id} goes on)")
+        decisions = "decision" if max_decisions == 1 else "decisions"
+        click.echo(f"stopped after {max_decisions} {decisions} (agentd task run {task_id} goes on)")
     if phase in FINISHED and not _completed(records):
         ctx.exit(1)
 
