@@ -309,3 +309,18 @@ def test_model_path_takes_a_name_or_a_path(agentd, tmp_path: Path) -> None:
     assert by_env.stdout.strip() == str(smoke_model_path())
     unknown = agentd("model", "path", "--model", "smollm3")
     assert unknown.returncode == 1 and unknown.stderr.startswith("agentd: no known model 'smollm3'")
+
+
+def test_serve_refuses_a_bad_model_before_any_task_is_touched(agentd, tmp_path: Path, untemplated_gguf: Path) -> None:
+    submitted = agentd("task", "submit", "summarise the notes")
+    assert submitted.returncode == 0, submitted.stderr
+    task_id = submitted.stdout.strip()
+    before = agentd("events", "list", "--json").stdout
+
+    served = agentd("serve", "--model", str(untemplated_gguf), "--port", "1")
+
+    assert served.returncode == 1
+    assert served.stderr.startswith("agentd: ") and len(served.stderr.splitlines()) == 1
+    assert "no chat template" in served.stderr
+    assert agentd("events", "list", "--json").stdout == before
+    assert json.loads(agentd("task", "show", task_id, "--json").stdout)["summary"]["phase"] == "submitted"

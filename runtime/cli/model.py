@@ -56,7 +56,7 @@ def list_(app: App, as_json: bool) -> None:
                    "models_dir": str(settings.models_dir)})
         return
     click.echo(table(
-        [(r["name"], f"{r['size'] / 2**20:,.0f} MiB", r["licence"], _state(r), _yes(r["default"]),
+        [(r["name"], f"{r['size'] / 1e6:,.0f} MB", r["licence"], _state(r), _yes(r["default"]),
           _yes(r["configured"]), r["description"]) for r in rows],
         ["NAME", "SIZE", "LICENCE", "INSTALLED", "DEFAULT", "CONFIGURED", "DESCRIPTION"],
     ))
