@@ -18,15 +18,6 @@ GGUF_MAGIC = b"GGUF"
 CHUNK = 8 * 2**20
 
 
-def known_model(name: str) -> KnownModel:
-    try:
-        return KNOWN_MODELS[name]
-    except KeyError:
-        raise ModelFileError(
-            f"no known model {name!r}; known models: {', '.join(KNOWN_MODELS)} (or give a path to a GGUF file)"
-        ) from None
-
-
 def resolve_model(model: str | os.PathLike | None = None, models_dir: Path | None = None) -> Path:
     """The path of a GGUF file agentd can load, or a one-line ModelFileError saying what is wrong.
 
@@ -40,7 +31,9 @@ def resolve_model(model: str | os.PathLike | None = None, models_dir: Path | Non
     path = Path(text)
     if not path.exists() and os.sep not in text and not text.endswith(".gguf"):
         # Neither a name agentd knows nor anything that looks like a file: most likely a mistyped name.
-        known_model(text)
+        raise ModelFileError(
+            f"no known model {text!r}; known models: {', '.join(KNOWN_MODELS)} (or give a path to a GGUF file)"
+        )
     return check_gguf(path)
 
 
