@@ -128,14 +128,18 @@ class ScriptedReplies:
         self.decisions[session] += 1
         return Completion(scripted_reply(self.decisions[session]), completion.stats, completion.finish_reason)
 
-    def complete(self, prompt: str, *, schema: dict | None, max_tokens: int, session: str | None = None) -> Completion:
-        real = self.real.complete(prompt, schema=schema, max_tokens=max_tokens, session=session)
+    def complete(
+        self, prompt: str, *, schema: dict | None, max_tokens: int, session: str | None = None, progress=None
+    ) -> Completion:
+        real = self.real.complete(prompt, schema=schema, max_tokens=max_tokens, session=session, progress=progress)
         return self._scripted(real, session)
 
     async def acomplete(
-        self, prompt: str, *, schema: dict | None, max_tokens: int, session: str | None = None
+        self, prompt: str, *, schema: dict | None, max_tokens: int, session: str | None = None, progress=None
     ) -> Completion:
-        real = await self.real.acomplete(prompt, schema=schema, max_tokens=max_tokens, session=session)
+        real = await self.real.acomplete(
+            prompt, schema=schema, max_tokens=max_tokens, session=session, progress=progress
+        )
         return self._scripted(real, session)
 
     def stats(self) -> dict[str, Any]:
