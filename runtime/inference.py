@@ -8,6 +8,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass
@@ -274,8 +275,9 @@ class LocalModel:
         self._bos = self._llama.token_bos()
         self._add_bos = self._llama._model.add_bos_token() and self._bos != -1
         self._lock = threading.Lock()
-        # LlamaGrammar per grammar text, each checked once by llama.cpp itself.
-        self._grammars: dict[str, Any] = {}
+        # LlamaGrammar per grammar text, each checked once by llama.cpp itself. Bounded: an answer's
+        # sources are the ids shown so far, so nearly every decision of a task has a grammar of its own.
+        self._grammars: OrderedDict[str, Any] = OrderedDict()
         self._limiter = anyio.CapacityLimiter(1)
         self._kv = KvStateCache(kv_cache_bytes)
         self._loaded_session: str | None = None
@@ -367,6 +369,10 @@ class LocalModel:
         grammar = self._grammars.get(gbnf)
         if grammar is None:
             grammar = self._grammars[gbnf] = self._checked_grammar(gbnf)
+            while len(self._grammars) > GBNF_CACHE_SIZE:
+                self._grammars.popitem(last=False)
+        else:
+            self._grammars.move_to_end(gbnf)
         return grammar
 
     def _checked_grammar(self, gbnf: str):

@@ -324,3 +324,14 @@ def test_http_model_against_llama_cpp_python_server(server_url: str, model, mode
 def test_http_model_reports_an_endpoint_that_does_not_answer(model_path: Path) -> None:
     with pytest.raises(InferenceError, match="did not respond"):
         HttpModel(f"http://127.0.0.1:{free_port()}", template_from=model_path, n_ctx=1024)
+
+
+def test_the_grammars_kept_for_reuse_are_bounded(model) -> None:
+    """Every decision cites a different set of ids, so it has a grammar of its own: a long-running
+    daemon must not keep them all."""
+    from runtime.inference import GBNF_CACHE_SIZE
+
+    for n in range(GBNF_CACHE_SIZE + 5):
+        model._grammar({"type": "object", "properties": {"id": {"enum": [f"result:c{n}"]}}, "required": ["id"]})
+    assert len(model._grammars) == GBNF_CACHE_SIZE
+    assert not any("result:c0" in g for g in model._grammars)
