@@ -102,20 +102,22 @@ WORKSPACE = Profile(
         "list_files shows what is there; read_file before answering questions about a file.",
         "Give the final answer as soon as you can answer; cite the results you used (result:c1, ...) as sources.",
     ),
-    # One example of each action, on a folder unlike any user's, so that nothing in them can be copied
-    # into an answer: they show the form of a step, not its content.
+    # One whole task, step by step: how a step follows from the result before it, and an answer that
+    # cites what it used. The files and facts are a stranger's, so nothing fits a user's task word for
+    # word. No escalation example: with one, the default model escalated at step 1 on nearly every
+    # task, copying its reason (measured with each prompt variant on the same requests). The output
+    # contract shows the form of an escalation.
     examples=(
-        "Example: call a tool\n"
-        "User: Which of the invoices in billing/ is the largest?\n"
-        'Right: {"action": "call_tool", "tool": "list_files", "arguments": {"path": "billing"}, '
-        '"reason": "see which invoices there are"}',
-        "Example: answer from the results shown\n"
-        "User: Who signed the lease? (after read_file returned lease.md as result:c2)\n"
-        'Right: {"action": "final_answer", "answer": "The lease was signed by J. Okafor on 2 May.", '
+        "Example: a task in three steps\n"
+        "User: Which file mentions the budget?\n"
+        'Step 1: {"action": "call_tool", "tool": "list_files", "arguments": {"path": "."}, '
+        '"reason": "see which files there are"}\n'
+        "(result:c1 lists plan.md and todo.txt)\n"
+        'Step 2: {"action": "call_tool", "tool": "read_file", "arguments": {"path": "plan.md"}, '
+        '"reason": "plan.md may mention it"}\n'
+        '(result:c2 shows plan.md: "The budget is 4,000 EUR.")\n'
+        'Step 3: {"action": "final_answer", "answer": "plan.md mentions the budget: 4,000 EUR.", '
         '"sources": ["result:c2"]}',
-        "Example: escalate\n"
-        "User: Transfer the deposit to the landlord's bank account.\n"
-        'Right: {"action": "escalate", "reason": "paying money is not something the workspace tools can do"}',
     ),
     tools=("list_files", "read_artifact", "read_file", "shell", "start_job", "write_file"),
 )

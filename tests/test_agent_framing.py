@@ -208,17 +208,21 @@ def test_trusted_context_about_the_caller_is_shown_as_task_state(store, model, w
     assert "account_id: A-123\nplan: pro" in state
 
 
-# -- 4. examples that show every action and nothing of the user's case -------------------------------
+# -- 4. examples that show a whole task and nothing of the user's case -------------------------------
 
 
-def _example_actions(profile) -> set[str]:
-    return {json.loads(m)["action"] for m in re.findall(r"Right: (\{.*\})", "\n".join(profile.examples))}
+def _example_actions(profile) -> list[str]:
+    return [json.loads(m)["action"] for m in re.findall(r"Step \d: (\{.*\})", "\n".join(profile.examples))]
 
 
-def test_each_profile_shows_an_example_of_every_action_kind() -> None:
+def test_each_profile_shows_a_whole_task_from_tool_call_to_cited_answer() -> None:
+    """Seen on the default model: an escalation example made it escalate at step 1, copying the
+    example's reason; a task shown step by step made it call a tool first."""
     profiles = load([EXAMPLE / "plugin.py"]).profiles
     for name in ("workspace", "support"):
-        assert _example_actions(profiles[name]) == {"call_tool", "final_answer", "escalate"}, name
+        actions = _example_actions(profiles[name])
+        assert actions[0] == "call_tool" and actions[-1] == "final_answer" and "escalate" not in actions, name
+        assert "result:c1" in "\n".join(profiles[name].examples), "the answer cites a result it was shown"
 
 
 def test_the_support_examples_carry_nothing_of_the_worked_case() -> None:
