@@ -579,12 +579,13 @@ def build_request(
     pinned = activation.pinned_catalog(records)
     offered = offered_tools(rt, trusted, has_skills=bool(pinned and pinned.entries))
     transcript, summary = context.rebuild(records)
-    usable = choices_for(offered, records, transcript, attempt, kind)
+    usable = choices_for(offered, records, transcript, attempt, kind, escalation=profile.escalation)
     schema = proposal.schema(
         {name: inline_schema(rt.tools.get(name).contract.input_model) for name in usable.tools},
         skills=list(usable.skills),
         allow_answer=True,
         citable=usable.sources,
+        allow_escalate=usable.escalation,
     )
     # The tools offered to the task stay in the prefix for all its requests, so that llama.cpp can
     # reuse it; what may be chosen at this step is narrowed in the grammar alone.
@@ -619,17 +620,24 @@ class Choices:
     tools: tuple[str, ...]
     skills: tuple[str, ...]
     sources: tuple[str, ...]
+    escalation: bool = True
 
 
 def choices_for(
-    offered: Sequence[str], records: Sequence[Recorded], transcript: context.Transcript, attempt: int, kind: str
+    offered: Sequence[str],
+    records: Sequence[Recorded],
+    transcript: context.Transcript,
+    attempt: int,
+    kind: str,
+    *,
+    escalation: bool = True,
 ) -> Choices:
     """Only what can be used now: skill files once a skill is active, artifacts once there are some,
     skills not yet taken in; after a refusal, not the refused tool or skill; on the last step or the
     last try, only an answer or an escalation."""
     sources = tuple(dict.fromkeys(transcript.citable))
     if kind == "final_step" or attempt >= context.LAST_ATTEMPT:
-        return Choices((), (), sources)
+        return Choices((), (), sources, escalation)
     active = activation.active_skills(records)
     facts = facts_of(records)
     tools = [
@@ -646,7 +654,7 @@ def choices_for(
             tools = [t for t in tools if t != refused.get("tool")]
         elif refused.get("action") == "activate_skill":
             skills = []
-    return Choices(tuple(tools), tuple(skills), sources)
+    return Choices(tuple(tools), tuple(skills), sources, escalation)
 
 
 def judge(text: str, choices: Choices, records: Sequence[Recorded]) -> proposal.Action:
@@ -658,6 +666,7 @@ def judge(text: str, choices: Choices, records: Sequence[Recorded]) -> proposal.
         active_skills=set(activation.active_skills(records)),
         sources=set(choices.sources),
         done_calls=_done_calls(records),
+        escalation=choices.escalation,
     )
 
 

@@ -143,10 +143,10 @@ def state_text(s: TaskSummary, call_index: int, facts: Mapping[str, str] = {}) -
 
 def decision_text(s: TaskSummary | None, call_index: int) -> str:
     if s is not None and call_index >= s.max_steps:
-        return "This is the last step allowed: give the final answer now, or escalate."
+        return "This is the last step allowed: give the final answer now."
     return (
         "Decide the next step: call one tool, or give the final answer with the ids of the <data> blocks "
-        "you used as sources, or escalate."
+        "you used as sources."
     )
 
 
@@ -181,7 +181,7 @@ def observation_block(e: ToolCallExecuted) -> Block:
 def rejection_block(error: str, attempt: int) -> Block:
     """Why the last reply was refused, and what the retry (`attempt`) may still choose."""
     if attempt >= LAST_ATTEMPT:
-        then = "This is the last try for this step: give the final answer from what you know, or escalate."
+        then = "This is the last try for this step: give the final answer from what you know."
     else:
         then = "Choose again: one JSON object, a different action than the one refused."
     return Block("rejected", "instruction", "agentd", "trusted", f"Your last reply was not carried out: {error}. {then}")

@@ -15,14 +15,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from runtime.blocks import Block
 
-OUTPUT_CONTRACT = (
-    "Reply with exactly one JSON object and nothing else, one of:\n"
-    '{"action": "call_tool", "tool": "<a tool from <tools>>", "arguments": {...}, "reason": "<why>"}\n'
-    '{"action": "final_answer", "answer": "<the answer>", "sources": ["<the id of each <data> block you used>"]}\n'
-    '{"action": "escalate", "reason": "<why a person must take over>"}\n'
-    "Answer as soon as the results above let you. Never invent an argument: if you lack one, ask for it "
-    "in the final answer."
-)
+def output_contract(escalation: bool) -> str:
+    return (
+        "Reply with exactly one JSON object and nothing else, one of:\n"
+        '{"action": "call_tool", "tool": "<a tool from <tools>>", "arguments": {...}, "reason": "<why>"}\n'
+        '{"action": "final_answer", "answer": "<the answer>", "sources": ["<the id of each <data> block you used>"]}\n'
+        + ('{"action": "escalate", "reason": "<why a person must take over>"}\n' if escalation else "")
+        + "Answer as soon as the results above let you. Never invent an argument: if you lack one, ask for it "
+        "in the final answer."
+        + ("" if escalation else " If the request cannot be done, say why in the final answer.")
+    )
 
 REQUEST_RULE = "The user's request, in <request>, is your task: do what it asks, within these rules."
 DATA_RULE = (
@@ -43,6 +45,10 @@ class Profile(BaseModel):
     tools: tuple[str, ...] = ()
     knowledge: Path | None = None
     max_output_tokens: int = Field(384, ge=16)
+    # Whether the agent can hand a task over to a person (`escalate`). Where the person is the user who
+    # asked, an answer saying what could not be done is that hand-over, and a small model offered an
+    # escalation too takes it at the first difficulty.
+    escalation: bool = True
 
     @property
     def version(self) -> str:
@@ -68,7 +74,7 @@ def prefix_blocks(profile: Profile, tool_definitions: list[dict], skills: list[B
         blocks.append(
             Block("examples", "instruction", f"profile:{profile.name}", "trusted", "\n\n".join(profile.examples), v)
         )
-    blocks.append(Block("output", "instruction", "agentd", "trusted", OUTPUT_CONTRACT))
+    blocks.append(Block("output", "instruction", "agentd", "trusted", output_contract(profile.escalation)))
     for definition in sorted(tool_definitions, key=lambda d: d["name"]):
         text = json.dumps(_for_prompt(definition), sort_keys=True, separators=(",", ":"))
         version = hashlib.sha256(text.encode()).hexdigest()[:12]
@@ -120,4 +126,7 @@ WORKSPACE = Profile(
         '"sources": ["result:c2"]}',
     ),
     tools=("list_files", "read_artifact", "read_file", "shell", "start_job", "write_file"),
+    # The person is the user who asked: what cannot be done is said in the answer. Measured on the
+    # default model, with escalate offered it escalated after the first tool error on most tasks.
+    escalation=False,
 )

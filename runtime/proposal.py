@@ -57,7 +57,11 @@ MAX_SOURCES = 8
 
 
 def schema(
-    tool_arguments: dict[str, dict], skills: list[str], allow_answer: bool = True, citable: Sequence[str] = ()
+    tool_arguments: dict[str, dict],
+    skills: list[str],
+    allow_answer: bool = True,
+    citable: Sequence[str] = (),
+    allow_escalate: bool = True,
 ) -> dict:
     """The output contract of one decision: one of the allowed actions, nothing else.
 
@@ -91,7 +95,10 @@ def schema(
                 sources=_sources(citable),
             )
         )
-    options.append(_object(action={"const": "escalate"}, reason={"type": "string", "minLength": 1, "maxLength": REASON_CHARS}))
+    if allow_escalate:
+        options.append(
+            _object(action={"const": "escalate"}, reason={"type": "string", "minLength": 1, "maxLength": REASON_CHARS})
+        )
     return {"anyOf": options}
 
 
@@ -137,12 +144,15 @@ def validate(
     sources: set[str],
     done_calls: dict[str, str] | None = None,
     active_skills: frozenset[str] | set[str] = frozenset(),
+    escalation: bool = True,
 ) -> Action:
     """Check the proposal against trusted state; arguments are checked by the tool's own contract.
 
     `done_calls` maps `call_key`s of calls already carried out to their call ids: the same call again
     would only return the same result, which a small model otherwise requests in a loop.
     """
+    if isinstance(action, Escalate) and not escalation:
+        raise Rejected("there is no escalation here; give the final answer, saying what could not be done and why")
     if isinstance(action, CallTool) and action.tool not in allowed_tools:
         known = ", ".join(sorted(allowed_tools)) or "none"
         raise Rejected(f"there is no tool {action.tool!r} in this step; the tools are: {known}")

@@ -181,7 +181,7 @@ def test_invalid_json_despite_the_grammar_is_retried_narrower_then_fails_the_tas
     rejected = events(store, task_id, ProposalRejected)
     assert [r.attempt for r in rejected] == [1, 2, 3]
     assert all("not JSON" in r.error for r in rejected)
-    # Each retry saw why the reply before it was refused; the last one was told to answer or escalate.
+    # Each retry saw why the reply before it was refused; the last one was told to answer.
     assert "not JSON" in rt.model.prompts[1].rsplit("<|im_start|>user", 1)[1]
     assert "last try for this step" in rt.model.prompts[2].rsplit("<|im_start|>user", 1)[1]
     assert "refused 3 times" in events(store, task_id, TaskPhaseChanged)[-1].reason

@@ -146,8 +146,8 @@ def test_after_a_refused_answer_a_repeated_call_is_not_the_end_of_the_task(store
     task_id = submit(store, workspace, "How many files are in the workspace?")
     assert run(rt, task_id) == "completed"
     assert [r.attempt for r in events(store, task_id, ProposalRejected)] == [1, 2]
-    # The last try of the step could only answer or escalate, and was told so.
-    assert set(options(rt.model.schemas[-1])) == {"final_answer", "escalate"}
+    # The last try of the step could only answer, and was told so.
+    assert set(options(rt.model.schemas[-1])) == {"final_answer"}, "the workspace profile has no escalation"
     assert "last try for this step" in rt.model.prompts[-1].rsplit("<|im_start|>user", 1)[1]
 
 
@@ -273,3 +273,18 @@ def test_make_run_submits_the_worked_example_with_rotation_allowed() -> None:
     assert "--allow write" in submit_line and "--allow external" in submit_line
     profile = load([EXAMPLE / "plugin.py"]).profiles["support"]
     assert "rotate_api_key" in profile.tools
+
+
+def test_a_profile_without_escalation_neither_offers_nor_accepts_one(store, model, workspace, tmp_path) -> None:
+    """Seen on the default model: offered an escalation, it escalated after the first tool error on
+    most workspace tasks. There the user is the person; what cannot be done goes in the answer."""
+    rt = runtime(store, model, tmp_path, [{"action": "escalate", "reason": "stuck"},
+                                          answer("I could not find it.")])
+    task_id = submit(store, workspace, "Where is the budget?")
+    assert run(rt, task_id) == "completed"
+    [rejected] = events(store, task_id, ProposalRejected)
+    assert "no escalation here" in rejected.error
+    assert all("escalate" not in options(s) for s in rt.model.schemas)
+    assert '"action": "escalate"' not in rt.model.prompts[0]
+    support = load([EXAMPLE / "plugin.py"]).profiles["support"]
+    assert support.escalation and not WORKSPACE.escalation
