@@ -205,7 +205,7 @@ def test_the_data_directory_inside_the_workspace_is_off_limits(tmp_path, workspa
     assert execute(WriteFile(), ctx, {"path": ".agentd/agentd.db", "content": ""}).error == "protected_path"
     assert execute(WriteFile(), ctx, {"path": ".agentd/artifacts/x", "content": ""}).error == "protected_path"
     listing = execute(ListFiles(), ctx, {})
-    assert [e["name"] for e in listing.observation["entries"]] == ["a.txt"]
+    assert [e["path"] for e in listing.observation["entries"]] == ["a.txt"]
 
 
 # --- file tools: what they do and record ------------------------------------------------------------
@@ -275,11 +275,21 @@ def test_list_files_reports_kinds_without_following_links(ctx, workspace, outsid
 
     assert outcome.status == "ok"
     assert outcome.observation["entries"] == [
-        {"name": "a_dir", "kind": "dir", "size": None},
-        {"name": "b.txt", "kind": "file", "size": 2},
-        {"name": "c_link", "kind": "link", "size": None},
+        {"path": "a_dir", "kind": "dir", "size": None},
+        {"path": "b.txt", "kind": "file", "size": 2},
+        {"path": "c_link", "kind": "link", "size": None},
     ]
     assert outcome.observation["count"] == 3
+
+
+def test_list_files_gives_paths_that_read_file_takes_as_they_are(ctx, workspace) -> None:
+    (workspace / "docs").mkdir()
+    (workspace / "docs" / "faq.md").write_text("Q?")
+
+    [entry] = execute(ListFiles(), ctx, {"path": "docs"}).observation["entries"]
+
+    assert entry["path"] == "docs/faq.md"
+    assert execute(ReadFile(), ctx, {"path": entry["path"]}).observation["content"] == "Q?"
 
 
 # --- masking and read_artifact ------------------------------------------------------------------------

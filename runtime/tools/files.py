@@ -67,7 +67,9 @@ class ListFilesArgs(BaseModel):
 
 
 class Entry(BaseModel):
-    name: str
+    # The path from the workspace's root, not the bare name: what read_file takes, so a model can pass
+    # it on as it is (a small one otherwise asks read_file for "changelog.md" found in docs/).
+    path: str
     kind: Literal["file", "dir", "link", "other"]
     size: int | None = Field(None, description="bytes, for files")
 
@@ -176,7 +178,7 @@ class ListFiles(Tool[ListFilesArgs, ListFilesOutput]):
         name="list_files",
         description=(
             "List the entries of one folder in the workspace (not recursive), sorted by name, with their "
-            "kind and size. Use it to find paths before read_file or write_file."
+            "paths from the workspace's root, kind and size. Use it to find paths before read_file or write_file."
         ),
         input_model=ListFilesArgs,
         output_model=ListFilesOutput,
@@ -203,19 +205,20 @@ class ListFiles(Tool[ListFilesArgs, ListFilesOutput]):
         except NotADirectoryError:
             raise ToolFailure("not_a_directory", f"{name} is a file; use read_file", {"path": name}) from None
         found.sort(key=lambda e: e.name)
-        entries = [_entry(e) for e in found[:MAX_ENTRIES]]
+        entries = [_entry(e, name) for e in found[:MAX_ENTRIES]]
         return ListFilesOutput(path=name, count=len(found), entries=entries, omitted=max(0, len(found) - MAX_ENTRIES))
 
 
-def _entry(e: os.DirEntry[str]) -> Entry:
+def _entry(e: os.DirEntry[str], folder: str) -> Entry:
+    path = e.name if folder == "." else f"{folder}/{e.name}"
     # Nothing is followed: a symlink is reported as a link, wherever it points.
     if e.is_symlink():
-        return Entry(name=e.name, kind="link")
+        return Entry(path=path, kind="link")
     if e.is_dir(follow_symlinks=False):
-        return Entry(name=e.name, kind="dir")
+        return Entry(path=path, kind="dir")
     if e.is_file(follow_symlinks=False):
-        return Entry(name=e.name, kind="file", size=e.stat(follow_symlinks=False).st_size)
-    return Entry(name=e.name, kind="other")
+        return Entry(path=path, kind="file", size=e.stat(follow_symlinks=False).st_size)
+    return Entry(path=path, kind="other")
 
 
 def read_regular(real: Path, name: str, limit: int | None) -> bytes:
