@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -67,6 +68,9 @@ log = logs.get_logger("agentd.agent")
 
 EVIDENCE_BUDGET = 1200
 EVIDENCE_PER_DECISION = 3
+# A section must earn its tokens: with a query of a goal and a tool result, one shared word (a plan's
+# name, "account") scores a tenth or so, which used to let unrelated documents into the window.
+EVIDENCE_MIN_UTILITY = 0.2
 APPROVAL_TTL = timedelta(hours=24)
 MAX_CONFLICTS = 3
 
@@ -516,15 +520,16 @@ def retrieve_evidence(
     sections = rt.sections(trusted.profile)
     if not sections:
         return (), ()
-    last_result = next((t.content() for t in reversed(transcript.turns) if t.role == "tool"), "")
+    last_result = next((t for t in reversed(transcript.turns) if t.role == "tool"), None)
     packed = knowledge.retrieve(
         sections,
         tenant=trusted.tenant,
-        query=f"{trusted.submitted.goal} {last_result}",
+        query=" ".join([trusted.submitted.goal, *(_result_words(last_result) if last_result else ())]),
         exclude=set(transcript.evidence_ids),
         budget=EVIDENCE_BUDGET,
         limit=EVIDENCE_PER_DECISION,
         count=rt.model.count,
+        min_utility=EVIDENCE_MIN_UTILITY,
     )
     items = tuple(
         EvidenceItem(
@@ -542,6 +547,34 @@ def retrieve_evidence(
         LeftOut(source=c.section.cite, kind="evidence", tokens=c.tokens, reason=reason) for c, reason in packed.left_out
     )
     return items, left_out
+
+
+_NOT_WORDS = frozenset({"tool", "status", "sha256", "artifact_ref"})
+_DATE = re.compile(r"^\d{4}-\d\d-\d\d")
+
+
+def _result_words(turn: context.Turn) -> list[str]:
+    """What a tool result says, for the next retrieval query: its text values, not its field names
+    (every result has "status", "tool", ids and dates, which would match any document)."""
+    words: list[str] = []
+
+    def walk(value, key: str = "") -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if k not in _NOT_WORDS:
+                    walk(v, k)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v, key)
+        elif isinstance(value, str) and not _DATE.match(value):
+            words.append(value)
+
+    for block in turn.blocks:
+        try:
+            walk(json.loads(block.text))
+        except ValueError:
+            words.append(block.text)
+    return words
 
 
 def offered_tools(rt: Runtime, trusted: Trusted, has_skills: bool = False) -> list[str]:

@@ -136,6 +136,7 @@ def retrieve(
     budget: int,
     limit: int,
     count: Callable[[str], int],
+    min_utility: float = 0.0,
 ) -> Packed:
     """Authorize, score, pack: utility = relevance x authority x freshness - redundancy (seed 000).
 
@@ -159,6 +160,8 @@ def retrieve(
         c = Scored(s, utility, count(s.text))
         if utility <= 0:
             left_out.append((c, "not useful for this decision (utility <= 0)"))
+        elif utility < min_utility:
+            left_out.append((c, f"too little use for this decision (utility {utility} < {min_utility})"))
         elif len(selected) >= limit:
             left_out.append((c, f"ranked below the top {limit}"))
         elif used + c.tokens > budget:

@@ -288,3 +288,34 @@ def test_a_profile_without_escalation_neither_offers_nor_accepts_one(store, mode
     assert '"action": "escalate"' not in rt.model.prompts[0]
     support = load([EXAMPLE / "plugin.py"]).profiles["support"]
     assert support.escalation and not WORKSPACE.escalation
+
+
+def test_a_document_sharing_one_word_with_a_tool_result_is_not_retrieved(store, model, tmp_path, monkeypatch) -> None:
+    """The stuffing_the_window eval case: the key check's result says plan "pro", and a billing page
+    that names the pro plan entered the window at step 2 with a tenth of the query's words."""
+    import shutil
+
+    from store.events import EvidenceRetrieved
+
+    accounts = tmp_path / "accounts.json"
+    accounts.write_text((EXAMPLE / "accounts.json").read_text())
+    monkeypatch.setenv("SUPPORT_AGENT_ACCOUNTS", str(accounts))
+    knowledge = tmp_path / "knowledge"
+    shutil.copytree(EXAMPLE / "knowledge", knowledge)
+    (knowledge / "billing.md").write_text(
+        "---\nid: docs/billing\nversion: v3\ntenants: *\nauthority: 0.7\n---\n# Billing\n\n## Changing your plan\n\n"
+        "You can move between the starter, team, pro and enterprise plans at any time from the account page.\n"
+    )
+    rt = runtime(store, model, tmp_path, [call("check_api_key_status", account_id="A-123"),
+                                          answer("Your key was revoked.", "result:c1")],
+                 plugins=[EXAMPLE / "plugin.py"])
+    rt.profiles["support"] = rt.profiles["support"].model_copy(update={"knowledge": knowledge})
+    task_id = submit(store, EXAMPLE / "workspace", "Why is my API key not working?", profile="support",
+                     tenant="acme", context={"account_id": "A-123"})
+    assert run(rt, task_id) == "completed"
+    retrieved = events(store, task_id, EvidenceRetrieved)
+    shown = [i.cite for e in retrieved for i in e.items]
+    left_out = {o.source: o.reason for e in retrieved for o in e.left_out}
+    assert "runbook/api-keys@v7#revoked-keys" in shown
+    assert not any(c.startswith("docs/billing") for c in shown)
+    assert "docs/billing@v3#changing-your-plan" in left_out, "considered, and the manifest says why it was left out"

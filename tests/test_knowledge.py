@@ -61,3 +61,13 @@ def test_evidence_already_shown_is_not_retrieved_again(tmp_path: Path) -> None:
     packed = retrieve(corpus(tmp_path), tenant="acme", query="revoked API key", exclude={"policy@v7#revoked-keys"},
                       budget=10_000, limit=10, count=len)
     assert "policy@v7#revoked-keys" not in cites(packed)
+
+
+def test_a_section_below_the_minimum_utility_is_left_out_with_the_reason(tmp_path) -> None:
+    write(tmp_path, "billing.md", {"id": "billing", "version": "v1"}, {"Plans": "The pro plan costs more."})
+    sections = load_folder(tmp_path)
+    query = "why does my api key fail for the pro plan"
+    kept = retrieve(sections, tenant="acme", query=query, exclude=set(), budget=500, limit=3, count=len)
+    cut = retrieve(sections, tenant="acme", query=query, exclude=set(), budget=500, limit=3, count=len, min_utility=0.9)
+    assert cites(kept) == ["billing@v1#plans"]
+    assert cut.selected == () and "too little use" in cut.left_out[0][1]
