@@ -96,12 +96,15 @@ def generation_child(args: argparse.Namespace) -> None:
 
 
 def wait_policy(args: argparse.Namespace, threads: int) -> None:
+    # "Idle" means nothing of this benchmark's own; the load average says what else was running.
+    before = os.getloadavg()[0]
     results: dict[tuple[str, str], dict] = {}
     for load in ("idle", "busy"):
         for policy in POLICIES:
             results[load, policy] = run_child(args, threads, policy, busy=load == "busy")
     tokens = results["idle", "passive"]["tokens"]
-    print(f"\nwait policy: generation, {threads} threads, {tokens} tokens, median of {args.policy_runs} runs")
+    print(f"\nwait policy: generation, {threads} threads, {tokens} tokens, median of {args.policy_runs} runs "
+          f"(1-minute load average {before:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs)")
     print(f"  {'':18}{'PASSIVE':>14}{'unset':>14}{'PASSIVE / unset':>18}")
     for load, label in (("idle", "machine idle"), ("busy", "other core busy")):
         passive, default = results[load, "passive"]["tok_s"], results[load, "default"]["tok_s"]
