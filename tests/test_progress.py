@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from runtime.inference import HttpModel, Message, _Throttled
-from runtime.model_file import bundled_model_path
+from runtime.model_file import smoke_model_path
 from runtime.progress import Board, Decided, Progress, Tally
 from tests.test_page_browser import browser  # noqa: F401  the fixture
 
@@ -147,7 +147,7 @@ def scripted_endpoint(tmp_path: Path):
 
 @pytest.mark.slow
 def test_an_endpoint_reports_the_whole_prompt_once_then_each_streamed_chunk(scripted_endpoint: str) -> None:
-    remote = HttpModel(scripted_endpoint, template_from=bundled_model_path(), n_ctx=2048)
+    remote = HttpModel(scripted_endpoint, template_from=smoke_model_path(), n_ctx=2048)
     prompt = remote.render([Message("user", "Choose a and 1.")])
     seen: list[tuple] = []
     completion = remote.complete(prompt, schema=SCHEMA, max_tokens=48, progress=lambda *r: seen.append(r))
