@@ -103,7 +103,8 @@ def endpoint(tmp_path: Path, env: dict[str, str]) -> Iterator:
         port = free_port()
         started.append(subprocess.Popen([sys.executable, "-m", "tests.model_server", str(port), str(script)], cwd=REPO))
         wait_for_port(port)
-        return {**env, "AGENTD_MODEL_URL": f"http://127.0.0.1:{port}"}
+        # The endpoint tokenizes with the smoke model, so agentd takes its chat template from the same file.
+        return {**env, "AGENTD_MODEL_URL": f"http://127.0.0.1:{port}", "AGENTD_MODEL": "smollm2-135m"}
 
     yield start
     for process in started:
