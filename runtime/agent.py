@@ -627,7 +627,7 @@ def build_request(
         tail = context.user_turn(summary, call_index, trusted.submitted, transcript.pending)
     else:
         # The retry is the refused reply plus why it was refused, appended: the prefix holds.
-        tail = [context.rejection_block(_last_rejection(records), attempt)]
+        tail = [context.rejection_block(_last_rejection(records), attempt, trusted.submitted)]
     request = context.assemble(
         prefix=prefix,
         transcript=transcript,

@@ -98,7 +98,7 @@ def rebuild(records: Iterable[Recorded]) -> tuple[Transcript, TaskSummary | None
                 t.turns.append(Turn("user", tuple(user_turn(summary, e.call_index, submitted, t.pending))))
                 t.pending = []
             else:
-                t.turns.append(Turn("user", (rejection_block(rejected or "rejected", e.attempt),)))
+                t.turns.append(Turn("user", (rejection_block(rejected or "rejected", e.attempt, submitted),)))
             t.turns.append(Turn("assistant", text=e.output))
             t.calls = max(t.calls, e.call_index)
             t.last_manifest = e.manifest or t.last_manifest
@@ -128,7 +128,9 @@ def user_turn(
         facts = submitted.context if submitted is not None else {}
         blocks.append(Block("task_state", "task_state", "store", "trusted", state_text(summary, call_index, facts)))
     blocks += evidence
-    blocks.append(Block("decision", "instruction", "agentd", "trusted", decision_text(summary, call_index)))
+    blocks.append(
+        Block("decision", "instruction", "agentd", "trusted", decision_text(summary, call_index, submitted))
+    )
     return blocks
 
 
@@ -141,13 +143,22 @@ def state_text(s: TaskSummary, call_index: int, facts: Mapping[str, str] = {}) -
     )
 
 
-def decision_text(s: TaskSummary | None, call_index: int) -> str:
+def decision_text(s: TaskSummary | None, call_index: int, submitted: TaskSubmitted | None = None) -> str:
+    # From the second step on, the request is said again next to the newest results: a small model
+    # otherwise loses the question behind a long tool output and repeats its last call (seed 000: keep
+    # the current task and decision close to the evidence they refer to).
+    request = f"The request: {restated(submitted)}\n" if call_index > 1 and submitted is not None else ""
     if s is not None and call_index >= s.max_steps:
-        return "This is the last step allowed: give the final answer now."
-    return (
-        "Decide the next step: call one tool, or give the final answer with the ids of the <data> blocks "
-        "you used as sources."
+        return request + "This is the last step allowed: give the final answer now."
+    return request + (
+        "Decide the next step: if the results above answer the request, give the final answer, with the ids "
+        "of the <data> blocks you used as sources; if not, call one tool."
     )
+
+
+def restated(submitted: TaskSubmitted | None) -> str:
+    """The request's own words (pasted parts stay where they were shown, as data)."""
+    return goal_text.blocks(submitted.goal)[0].text if submitted is not None else ""
 
 
 def evidence_block(item) -> Block:
@@ -178,10 +189,13 @@ def observation_block(e: ToolCallExecuted) -> Block:
     return Block(f"result:{e.call_id}", "observation", f"tool:{e.tool}", "untrusted", body)
 
 
-def rejection_block(error: str, attempt: int) -> Block:
+def rejection_block(error: str, attempt: int, submitted: TaskSubmitted | None = None) -> Block:
     """Why the last reply was refused, and what the retry (`attempt`) may still choose."""
     if attempt >= LAST_ATTEMPT:
-        then = "This is the last try for this step: give the final answer from what you know."
+        then = (
+            f"This is the last try for this step. The request: {restated(submitted)}\n"
+            "Give the final answer from the results above."
+        )
     else:
         then = "Choose again: one JSON object, a different action than the one refused."
     return Block("rejected", "instruction", "agentd", "trusted", f"Your last reply was not carried out: {error}. {then}")

@@ -108,23 +108,10 @@ WORKSPACE = Profile(
         "list_files shows what is there; read_file before answering questions about a file.",
         "Give the final answer as soon as you can answer; cite the results you used (result:c1, ...) as sources.",
     ),
-    # One whole task, step by step: how a step follows from the result before it, and an answer that
-    # cites what it used. The files and facts are a stranger's, so nothing fits a user's task word for
-    # word. No escalation example: with one, the default model escalated at step 1 on nearly every
-    # task, copying its reason (measured with each prompt variant on the same requests). The output
-    # contract shows the form of an escalation.
-    examples=(
-        "Example: a task in three steps\n"
-        "User: Which file mentions the budget?\n"
-        'Step 1: {"action": "call_tool", "tool": "list_files", "arguments": {"path": "."}, '
-        '"reason": "see which files there are"}\n'
-        "(result:c1 lists plan.md and todo.txt)\n"
-        'Step 2: {"action": "call_tool", "tool": "read_file", "arguments": {"path": "plan.md"}, '
-        '"reason": "plan.md may mention it"}\n'
-        '(result:c2 shows plan.md: "The budget is 4,000 EUR.")\n'
-        'Step 3: {"action": "final_answer", "answer": "plan.md mentions the budget: 4,000 EUR.", '
-        '"sources": ["result:c2"]}',
-    ),
+    # No examples: measured on the shipped eval cases, the default model copied whatever an example
+    # held into the user's task, a concrete example's answer ("plan.md mentions the budget: 4,000
+    # EUR"), an escalation example's reason, and even a placeholder example's "<the answer ...>".
+    # The output contract shows the form of each action.
     tools=("list_files", "read_artifact", "read_file", "shell", "start_job", "write_file"),
     # The person is the user who asked: what cannot be done is said in the answer. Measured on the
     # default model, with escalate offered it escalated after the first tool error on most tasks.

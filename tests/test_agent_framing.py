@@ -15,7 +15,7 @@ from runtime import goal
 from runtime.agent import Runtime, run_task
 from runtime.artifacts import ArtifactStore
 from runtime.plugins import load
-from runtime.profiles import WORKSPACE
+from runtime.profiles import WORKSPACE, prefix_blocks
 from runtime.tasks import submit_task
 from runtime.tools.skill_files import register_skill_tools
 from store import NO_STREAM, EventStore
@@ -208,28 +208,30 @@ def test_trusted_context_about_the_caller_is_shown_as_task_state(store, model, w
     assert "account_id: A-123\nplan: pro" in state
 
 
-# -- 4. examples that show a whole task and nothing of the user's case -------------------------------
+# -- 4. nothing in the prefix that a model copies into the user's case ------------------------------
 
 
-def _example_actions(profile) -> list[str]:
-    return [json.loads(m)["action"] for m in re.findall(r"Step \d: (\{.*\})", "\n".join(profile.examples))]
-
-
-def test_each_profile_shows_a_whole_task_from_tool_call_to_cited_answer() -> None:
-    """Seen on the default model: an escalation example made it escalate at step 1, copying the
-    example's reason; a task shown step by step made it call a tool first."""
+def test_the_shipped_profiles_carry_no_examples_to_copy_and_the_contract_shows_each_action() -> None:
+    """Measured on the default model over the same six workspace cases: with an escalation example it
+    escalated at step 1 copying the example's reason (0 of 6 done); with a concrete worked example it
+    wrote that example's answer into the user's task (0 of 6); with a placeholder example it wrote the
+    placeholder (0 of 6); with none, and the request said again beside the newest results, 4 of 6."""
     profiles = load([EXAMPLE / "plugin.py"]).profiles
     for name in ("workspace", "support"):
-        actions = _example_actions(profiles[name])
-        assert actions[0] == "call_tool" and actions[-1] == "final_answer" and "escalate" not in actions, name
-        assert "result:c1" in "\n".join(profiles[name].examples), "the answer cites a result it was shown"
+        profile = profiles[name]
+        assert profile.examples == (), name
+        [contract] = [b.text for b in prefix_blocks(profile, []) if b.label == "output"]
+        assert '"action": "call_tool"' in contract and '"action": "final_answer"' in contract
+        assert ('"action": "escalate"' in contract) == profile.escalation
 
 
-def test_the_support_examples_carry_nothing_of_the_worked_case() -> None:
-    support = load([EXAMPLE / "plugin.py"]).profiles["support"]
-    text = "\n".join(support.examples).lower()
-    for worked in ("a-123", "revoked", "rotat", "another account", "admin approval"):
-        assert worked not in text, worked
+def test_from_the_second_step_the_request_is_said_again_beside_the_results(store, model, workspace, tmp_path) -> None:
+    rt = runtime(store, model, tmp_path, [call("read_file", path="notes.txt"), answer("March 3", "result:c1")])
+    task_id = submit(store, workspace, "When is the release?\n```\nignore this pasted part\n```")
+    assert run(rt, task_id) == "completed"
+    first, second = (p.rsplit("<decision>", 1)[1] for p in rt.model.prompts)
+    assert "The request:" not in first, "at step 1 the request is right above"
+    assert "The request: When is the release?" in second and "ignore this pasted part" not in second
 
 
 # -- 5. only the tools usable at this step ---------------------------------------------------------

@@ -158,9 +158,14 @@ def test_task_run_exits_non_zero_when_the_task_failed(agentd, endpoint) -> None:
 
 
 @pytest.mark.slow
-def test_task_run_exits_non_zero_when_the_task_escalated(agentd, endpoint) -> None:
-    env = endpoint([{"action": "escalate", "reason": "a person must decide this"}])
-    task_id = submitted(agentd, env)
+def test_task_run_exits_non_zero_when_the_task_escalated(agentd, endpoint, tmp_path: Path) -> None:
+    # The support profile hands cases to staff; the workspace profile has no escalation to give.
+    accounts = tmp_path / "accounts.json"
+    accounts.write_text((REPO / "examples" / "support_agent" / "accounts.json").read_text())
+    env = {**endpoint([{"action": "escalate", "reason": "a person must decide this"}]),
+           "AGENTD_PLUGINS": str(REPO / "examples" / "support_agent" / "plugin.py"),
+           "SUPPORT_AGENT_ACCOUNTS": str(accounts)}
+    task_id = submitted(agentd, env, "--profile", "support", "--tenant", "acme")
     ran = agentd("task", "run", task_id, env=env)
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert ran.stdout.splitlines() == [f"{task_id} completed", "escalated: a person must decide this"]

@@ -227,19 +227,9 @@ PROFILE = Profile(
         "Cite the runbook sections you used by their ids, e.g. runbook/api-keys@v7#rotation, and the tool "
         "results you used, e.g. result:c1.",
     ),
-    # One whole case, step by step, unlike the worked one (no revoked key, no rotation), so that a model
-    # cannot copy a reason or an answer into the customer's case word for word. No escalation example:
-    # small models copy its reason into cases it does not fit; the output contract shows the form.
-    examples=(
-        "Example: a case in two steps\n"
-        "User: Since noon every request from account A-9001 gets 429 Too Many Requests.\n"
-        'Step 1: {"action": "call_tool", "tool": "check_api_key_status", "arguments": {"account_id": "A-9001"}, '
-        '"reason": "read-only diagnosis"}\n'
-        "(result:c1 shows an active key on the starter plan)\n"
-        'Step 2: {"action": "final_answer", "answer": "Your key is active. The 429 errors mean the starter '
-        'plan\'s request rate was exceeded: slow down, or move to a larger plan.", '
-        '"sources": ["result:c1", "runbook/api-keys@v7#rate-limits"]}',
-    ),
+    # No examples: measured on the shipped eval cases, the default model copied whatever an example
+    # held (an escalation's reason, another case's answer) into the customer's case word for word.
+    # The output contract shows the form of each action.
     tools=("check_api_key_status", "rotate_api_key", "search_incidents"),
     knowledge=HERE / "knowledge",
 )
