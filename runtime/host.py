@@ -17,7 +17,7 @@ from store import EventStore
 
 
 def open_model(settings: Settings) -> Model:
-    path = resolve_model(settings.model)
+    path = resolve_model(settings.model, settings.models_dir)
     if settings.model_url:
         # The endpoint runs the model; the local GGUF only lends its chat template and name.
         return HttpModel(settings.model_url, template_from=path, n_ctx=settings.n_ctx)

@@ -18,9 +18,9 @@ def free_port() -> int:
 @pytest.mark.slow
 def test_start_status_stop(agentd, isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     port = str(free_port())
-    # The detached serve inherits the environment; the smoke model's trained context is 8,192 tokens.
-    monkeypatch.setenv("AGENTD_MODEL", "smollm2-135m")
-    started = agentd("start", "--port", port, timeout=120)
+    # A known model's name is passed on to the detached serve as a name, not as a path under the
+    # current folder; the smoke model's trained context is 8,192 tokens.
+    started = agentd("start", "--port", port, "--model", "smollm2-135m", timeout=120)
     assert started.returncode == 0, started.stderr
     try:
         assert f"http://127.0.0.1:{port}/" in started.stdout

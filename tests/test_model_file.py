@@ -324,3 +324,18 @@ def test_serve_refuses_a_bad_model_before_any_task_is_touched(agentd, tmp_path: 
     assert "no chat template" in served.stderr
     assert agentd("events", "list", "--json").stdout == before
     assert json.loads(agentd("task", "show", task_id, "--json").stdout)["summary"]["phase"] == "submitted"
+
+
+def test_the_runtime_loads_a_known_model_through_the_configured_models_dir(tmp_path: Path) -> None:
+    from runtime.config import load_settings
+    from runtime.host import open_model
+
+    models_dir = tmp_path / "models"
+    settings = load_settings(environ={}, model=SMOKE_MODEL, models_dir=models_dir, data_dir=tmp_path / "data")
+    model = open_model(settings)
+    try:
+        assert model.path == smoke_model_path()
+        # The smoke model's stamp goes where the settings say, not to the installation's folder.
+        assert (models_dir / f"{smoke_model_path().name}.stamp").is_file()
+    finally:
+        model.close()

@@ -17,6 +17,7 @@ from notifications import queue
 from runtime import daemon
 from runtime.cli._app import App, daemon_options, json_option, pass_app
 from runtime.instance import holder, holder_pid
+from runtime.models import KNOWN_MODELS
 from runtime.output import echo_json, fields_table
 from store.errors import AgentdError, InstanceLocked, NotFound
 
@@ -26,7 +27,7 @@ START_TIMEOUT_S = 90
 @click.command()
 @daemon_options
 @pass_app
-def start(app: App, model: Path | None, workspace: Path | None, host: str | None, port: int | None) -> None:
+def start(app: App, model: str | None, workspace: Path | None, host: str | None, port: int | None) -> None:
     """Start agentd in the background (a detached `agentd serve`) and wait until it answers."""
     settings = app.settings(model=model, workspace=workspace, host=host, port=port)
     running = holder_pid(settings.data_dir)
@@ -35,6 +36,8 @@ def start(app: App, model: Path | None, workspace: Path | None, host: str | None
     out = settings.data_dir / "logs" / "daemon.out"
     out.parent.mkdir(parents=True, exist_ok=True)
     serve = ["serve"]
+    if model is not None and model not in KNOWN_MODELS:
+        model = str(Path(model).resolve())  # a file, named from here; a known model's name stays a name
     for name, value in (("--model", model), ("--workspace", workspace), ("--host", host), ("--port", port)):
         if value is not None:
             serve += [name, str(Path(value).resolve()) if isinstance(value, Path) else str(value)]

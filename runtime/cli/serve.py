@@ -16,7 +16,7 @@ from runtime.instance import InstanceLock
 @click.command()
 @daemon_options
 @pass_app
-def serve(app: App, model: Path | None, workspace: Path | None, host: str | None, port: int | None) -> None:
+def serve(app: App, model: str | None, workspace: Path | None, host: str | None, port: int | None) -> None:
     """Run agentd in the foreground until Ctrl-C or SIGTERM."""
     settings = app.settings(model=model, workspace=workspace, host=host, port=port)
     access.check_binding(settings.host, settings.allow_remote)
