@@ -1,6 +1,6 @@
 """Benchmark of the agent loop on the local model: prefix reuse over a long task, alone and interleaved.
 
-In one run on one machine, each case on a freshly loaded model (the bundled SmolLM2-135M unless --model
+In one run on one machine, each case on a freshly loaded model (the default qwen2.5-coder-0.5b unless --model
 names another) and a temporary event store, with the bench's `next_page` tool and profile:
 
     1. one task        --turns decisions (default 40), KV state LRU of --kv-cache-mib (default 768)
@@ -397,7 +397,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         f"(default: {DEFAULT_NO_LRU_TURNS}, or --turns if fewer)")
     p.add_argument("--kv-cache-mib", type=int, default=DEFAULT_KV_CACHE_MIB,
                    help="the KV state LRU of cases 1, 2 and 4 (default: %(default)s)")
-    p.add_argument("--model", type=Path, default=None, help="GGUF file (default: the bundled SmolLM2-135M)")
+    p.add_argument("--model", default=None, help="a known model name or a GGUF file (default: qwen2.5-coder-0.5b)")
     p.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1),
                    help="llama.cpp threads (default: one per CPU, at most 4, as agentd's daemon)")
     p.add_argument("--json", default=str(HERE / "results" / "agent.json"), help="where to write the results")

@@ -1,5 +1,5 @@
 """A model whose replies are scripted, for tests about what code does with a reply (validation,
-approvals, tool outcomes). It renders and counts with the real bundled model, so every prompt,
+approvals, tool outcomes). It renders and counts with a real model (the smoke model in tests), so every prompt,
 manifest and token figure is real; only the text of each reply is given."""
 
 from __future__ import annotations
