@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import tomllib
 from pathlib import Path
 
 import click
 
+from runtime.atomic import replace_file
 from runtime.cli._app import App, json_option, pass_app
 from runtime.config import CONFIG_ENV, DEFAULT_CONFIG_FILE
 from runtime.model_file import installed, resolve_model
@@ -157,19 +157,7 @@ def _trailing_comment(line: str) -> str:
 
 
 def _replace_atomically(config_file: Path, text: str) -> None:
-    folder = config_file.parent
     try:
-        mode = config_file.stat().st_mode & 0o7777 if config_file.exists() else 0o644
-        fd, temp = tempfile.mkstemp(dir=folder, prefix=f".{config_file.name}.")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(temp, mode)
-            os.replace(temp, config_file)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+        replace_file(config_file, text.encode("utf-8"))
     except OSError as e:
         raise InvalidCommand(f"config file {config_file} cannot be written: {e.strerror}; nothing was written") from None

@@ -6,12 +6,12 @@ import errno
 import hashlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from runtime.atomic import replace_file
 from runtime.tools.contract import Effect, Tool, ToolContext, ToolContract, ToolFailure, ToolRefused
 from runtime.tools.workspace import is_protected, relative, resolve
 from store.events import ArtifactRead, ArtifactWritten
@@ -260,21 +260,7 @@ def _write_atomically(real: Path, name: str, data: bytes) -> None:
     """Replace the file in one step, so a crash leaves the old content or the new, never half of it."""
     try:
         real.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            mode = stat.S_IMODE(os.lstat(real).st_mode)
-        except FileNotFoundError:
-            mode = 0o644
-        fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, real)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        replace_file(real, data)
     except (FileExistsError, NotADirectoryError):
         raise ToolFailure("not_a_directory", f"a folder along {name} is a file", {"path": name}) from None
     except OSError as e:

@@ -1,0 +1,31 @@
+"""Atomic replacement of a file: a reader sees the old content or the new, and a crash leaves one of them."""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Write `data` to a temporary file beside `path`, flush it to disk, and rename it over `path`.
+
+    The file keeps its permission bits (0o644 when new). OSError propagates for the caller to word;
+    the temporary file is gone either way.
+    """
+    try:
+        mode = stat.S_IMODE(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        mode = 0o644
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
