@@ -558,14 +558,14 @@ def _result_words(turn: context.Turn) -> list[str]:
     (every result has "status", "tool", ids and dates, which would match any document)."""
     words: list[str] = []
 
-    def walk(value, key: str = "") -> None:
+    def walk(value) -> None:
         if isinstance(value, dict):
             for k, v in value.items():
                 if k not in _NOT_WORDS:
-                    walk(v, k)
+                    walk(v)
         elif isinstance(value, list):
             for v in value:
-                walk(v, key)
+                walk(v)
         elif isinstance(value, str) and not _DATE.match(value):
             words.append(value)
 
@@ -667,7 +667,7 @@ def choices_for(
 ) -> Choices:
     """Only what can be used now: skill files once a skill is active, artifacts once there are some,
     skills not yet taken in; after a refusal, not the refused tool or skill; on the last step or the
-    last try, only an answer or an escalation."""
+    last try, only an answer (or an escalation, where the profile has one)."""
     sources = tuple(dict.fromkeys(transcript.citable))
     if kind == "final_step" or attempt >= context.LAST_ATTEMPT:
         return Choices((), (), sources, escalation)
@@ -720,6 +720,7 @@ def decided_line(records: Sequence[Recorded], call_index: int) -> str:
     refusals = 0
     line = "no decision"
     started = False
+    what = ""
     for rec in records:
         e = rec.event
         if isinstance(e, ModelCalled) and e.call_index == call_index:
@@ -729,11 +730,14 @@ def decided_line(records: Sequence[Recorded], call_index: int) -> str:
         if isinstance(e, ProposalRejected) and e.call_index == call_index:
             refusals += 1
         elif isinstance(e, ToolCallProposed):
-            line = f"proposed {e.tool}"
+            # The first short text argument (a path, a command) says which call it was.
+            shown = next((v for v in e.arguments.values() if isinstance(v, str)), "")
+            what = f"{e.tool} {shown[:60]}".rstrip()
+            line = f"proposed {what}"
         elif isinstance(e, ApprovalRequested):
-            line = f"{e.tool} waits for approval ({e.approval_id})"
+            line = f"{what or e.tool} waits for approval ({e.approval_id})"
         elif isinstance(e, ToolCallExecuted):
-            line = f"called {e.tool} -> {e.status}"
+            line = f"called {what or e.tool} -> {e.status}"
         elif isinstance(e, AnswerGiven):
             line = "answered"
         elif isinstance(e, TaskEscalated):

@@ -321,3 +321,14 @@ def test_a_document_sharing_one_word_with_a_tool_result_is_not_retrieved(store, 
     assert "runbook/api-keys@v7#revoked-keys" in shown
     assert not any(c.startswith("docs/billing") for c in shown)
     assert "docs/billing@v3#changing-your-plan" in left_out, "considered, and the manifest says why it was left out"
+
+
+def test_the_line_for_a_decision_names_the_call_it_made(store, model, workspace, tmp_path) -> None:
+    seen: list = []
+    rt = runtime(store, model, tmp_path, [call("read_file", path="notes.txt"), answer("March 3", "result:c1")])
+    rt.progress = seen.append
+    task_id = submit(store, workspace, "When is the release?")
+    assert run(rt, task_id) == "completed"
+    assert [(p.step, p.detail) for p in seen if p.stage == "decided"] == [
+        (1, "called read_file notes.txt -> ok"), (2, "answered")
+    ]

@@ -223,7 +223,7 @@ def test_serve_logs_one_line_per_decision_with_its_outcome_tokens_and_seconds(ag
     lines = [json.loads(line) for line in (tmp_path / "data" / "logs" / "agentd.log").read_text().splitlines()]
     decided = [line for line in lines if line.get("event") == "decided"]
     assert [(d["task_id"], d["step"], d["outcome"]) for d in decided] == [
-        (task_id, 1, "called read_file -> ok"), (task_id, 2, "answered")
+        (task_id, 1, "called read_file notes.txt -> ok"), (task_id, 2, "answered")
     ]
     # An endpoint does not say what it had cached: the whole prompt counts as evaluated.
     assert [(d["prompt_tokens"], d["evaluated_tokens"]) for d in decided] == [

@@ -234,7 +234,7 @@ def test_task_run_shows_each_decision_as_it_happens_on_stderr(agentd, endpoint) 
         f"step 1: evaluating a prompt of {first:,} tokens, 0 of them cached",
         f"step 1: generating (at most {most:,} tokens)",
         "step 1: running read_file",
-        "step 1: called read_file -> ok",
+        "step 1: called read_file notes.txt -> ok",
         "step 2: deciding",
         f"step 2: evaluating a prompt of {second:,} tokens, 0 of them cached",
         f"step 2: generating (at most {most:,} tokens)",
