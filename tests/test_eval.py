@@ -180,7 +180,7 @@ with overflow:
 OVERFLOW_REASON = str(overflow.excinfo.value)
 
 LABEL_CASES = {
-    "refused_twice": (case(), [*START, called(1), ProposalRejected(call_index=1, attempt=1, error="x"),
+    "refused": (case(), [*START, called(1), ProposalRejected(call_index=1, attempt=1, error="x"),
                                 called(1, attempt=2), ProposalRejected(call_index=1, attempt=2, error="x"),
                                 failed("the model's proposal was refused twice at step 1: x")]),
     "escalated": (case(), [*START, called(1), TaskEscalated(reason="I need a person"),

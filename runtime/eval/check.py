@@ -9,7 +9,7 @@ in this order, most serious first:
                      a prompt too, or forbidden evidence (another tenant's, a superseded version) shown
   awaiting_approval  the task asked for an approval the case does not grant (denied by the eval), or
                      it still waits for one it was not expected to wait for
-  refused_twice      the task failed because the model's proposals were refused (every retry)
+  refused            the task failed because the model's proposals were refused (every retry of a step)
   step_cap           the task used its steps up
   token_cap          the task used its tokens up
   model_error        the model (or the request's template) failed
@@ -49,7 +49,7 @@ LABELS = (
     "forbidden_tool",
     "leak",
     "awaiting_approval",
-    "refused_twice",
+    "refused",
     "step_cap",
     "token_cap",
     "model_error",
@@ -150,7 +150,7 @@ def _failure_label(events: Sequence[Event], reason: str, before: Event | None) -
     submitted = next((e for e in events if isinstance(e, TaskSubmitted)), None)
     usage = usage_of(events)
     if isinstance(before, ProposalRejected):
-        return "refused_twice"
+        return "refused"
     if submitted is not None and usage.steps >= submitted.max_steps and reason.startswith("step cap"):
         return "step_cap"
     if submitted is not None and usage.prompt_tokens + usage.completion_tokens >= submitted.max_tokens:
