@@ -760,3 +760,34 @@ def test_calling_by_name_turns_unknown_and_disallowed_tools_into_refusals(ctx, w
     # Suggestions come from the step's tools only.
     suggested = registry.call("write_fil", ctx, {}, allowed=step).observation["details"]["did_you_mean"]
     assert "write_file" not in suggested and set(suggested) <= set(step)
+
+
+def test_a_tool_that_gives_up_at_its_deadline_just_before_the_join_is_a_timeout(ctx, monkeypatch) -> None:
+    """On a busy machine a tool polling should_stop() can end a moment before join(timeout) returns;
+    that is still a timeout, not an error of the tool's own."""
+    from pydantic import BaseModel as Model
+
+    class In(Model):
+        model_config = {"extra": "forbid"}
+
+    class Out(Model):
+        value: int
+
+    class GivesUpAtItsDeadline(Tool):
+        contract = ToolContract(name="gives_up", description="stops at its deadline", input_model=In,
+                                output_model=Out, effects=(), idempotent=False, scope="task", timeout_s=0.3)
+
+        def run(self, call, args):
+            while not call.should_stop():
+                time.sleep(0.01)
+            raise RuntimeError("stopped")
+
+    # The join returns a little after the deadline, as it does when the machine runs the tool's
+    # thread first: by then the tool has seen its time was up and ended.
+    real_join = threading.Thread.join
+    monkeypatch.setattr(threading.Thread, "join", lambda self, timeout=None: real_join(
+        self, None if timeout is None else timeout + 0.2))
+
+    outcome = execute(GivesUpAtItsDeadline(), ctx, {})
+
+    assert outcome.status == "timeout", outcome.observation

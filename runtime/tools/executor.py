@@ -191,6 +191,13 @@ def _attempt(tool: Tool, ctx: ToolContext, args: BaseModel) -> _Attempt:
         status: Status = "refused" if isinstance(failure, ToolRefused) else "error"
         if failure.code == "timeout":
             status = "timeout"
+        elif status == "error" and call.should_stop() and not isinstance(box["error"], ToolFailure):
+            # It gave up because its time was up (should_stop() turned true at the deadline) and ended
+            # just before join() returned: a timeout all the same, whichever thread the machine ran first.
+            failure = ToolFailure(
+                "timeout", f"{contract.name} did not finish within {contract.timeout_s:g}s; it was stopped"
+            )
+            status = "timeout"
         return _Attempt(status, failure=failure, events=events)
     if "output" not in box:
         failure = ToolFailure("unexpected_error", "the tool ended without a result")
