@@ -332,3 +332,21 @@ def test_the_line_for_a_decision_names_the_call_it_made(store, model, workspace,
     assert [(p.step, p.detail) for p in seen if p.stage == "decided"] == [
         (1, "called read_file notes.txt -> ok"), (2, "answered")
     ]
+
+
+def test_after_a_repeated_call_the_retry_offers_only_tools_not_used_yet(store, model, workspace, tmp_path) -> None:
+    """Seen on the default model: read_file, list_files, then read_file again and list_files again,
+    never the write_file the task needed, until the last try could only answer."""
+    rt = runtime(store, model, tmp_path, [
+        call("read_file", path="notes.txt"),
+        call("list_files", path="."),
+        call("read_file", path="notes.txt"),  # again: refused
+        call("write_file", path="notes.txt", content="Release: March 3.\nbuy milk\n"),
+        answer("Added.", "result:c3"),
+    ])
+    task_id = submit(store, workspace, "Add 'buy milk' to notes.txt.", allowed_effects=("read", "write"))
+    assert run(rt, task_id) == "completed"
+    retry = options(rt.model.schemas[3])
+    assert "call_tool:write_file" in retry
+    assert "call_tool:read_file" not in retry and "call_tool:list_files" not in retry
+    assert "buy milk" in (workspace / "notes.txt").read_text()
