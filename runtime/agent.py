@@ -687,8 +687,9 @@ def choices_for(
             # A call made before, asked for again, is a model going round in circles (seen: read_file,
             # then list_files, then read_file again, never the write_file the task needed): the retry
             # offers only tools the task has not used yet. Otherwise just the refused tool is left out.
-            repeated = proposal.call_key(refused.get("tool", ""), refused.get("arguments") or {}) in _done_calls(records)
-            used = {key.split(" ", 1)[0] for key in _done_calls(records)} if repeated else set()
+            done = _done_calls(records)
+            repeated = proposal.call_key(refused.get("tool", ""), refused.get("arguments") or {}) in done
+            used = {key.split(" ", 1)[0] for key in done} if repeated else set()
             tools = [t for t in tools if t != refused.get("tool") and t not in used]
         elif refused.get("action") == "activate_skill":
             skills = []

@@ -11,18 +11,9 @@ import pytest
 from runtime.inference import HttpModel, Message, _Throttled
 from runtime.model_file import smoke_model_path
 from runtime.progress import Board, Decided, Progress, Tally
+from tests.test_inference import SCHEMA, rules
 from tests.test_page_browser import browser  # noqa: F401  the fixture
 
-SCHEMA = {
-    "type": "object",
-    "properties": {"action": {"enum": ["a", "b"]}, "n": {"type": "integer"}},
-    "required": ["action", "n"],
-}
-
-
-def rules(topic: str, count: int) -> str:
-    rule = "Rule {i}: when the {topic} request number {i} arrives, log it and answer briefly."
-    return "\n".join(rule.format(i=i, topic=topic) for i in range(count))
 
 
 def figures(completion) -> tuple:
