@@ -176,12 +176,20 @@ def grammar_schema(node):
     return node
 
 
+# llama-cpp-python's converter lets a JSON string hold raw control characters (its `char` is [^"\\]):
+# seen here, an answer with a literal line break, which json.loads refuses, failed a task whose file
+# edit had already succeeded. JSON allows no control character unescaped; llama.cpp's own json.gbnf
+# says so, and so does the grammar here.
+_LOOSE_CHAR = r'char ::= [^"\\] |'
+_JSON_CHAR = r'char ::= [^"\\\x7F\x00-\x1F] |'
+
+
 def schema_grammar(schema: dict) -> str:
     """The GBNF grammar llama.cpp samples under for `schema`, converted once per distinct schema text."""
     # No sort_keys: property order in the schema is the order the model must write them in.
     text = json.dumps(grammar_schema(schema), ensure_ascii=False, separators=(",", ":"))
     try:
-        return _gbnf_for_schema_text(text)
+        return _gbnf_for_schema_text(text).replace(_LOOSE_CHAR, _JSON_CHAR)
     except Exception as e:
         raise InferenceError(f"the JSON schema cannot be turned into a grammar: {e}") from e
 

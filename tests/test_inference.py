@@ -335,3 +335,33 @@ def test_the_grammars_kept_for_reuse_are_bounded(model) -> None:
         model._grammar({"type": "object", "properties": {"id": {"enum": [f"result:c{n}"]}}, "required": ["id"]})
     assert len(model._grammars) == GBNF_CACHE_SIZE
     assert not any("result:c0" in g for g in model._grammars)
+
+
+def _allowed_after(model: LocalModel, gbnf: str, prefix: str, candidate: str) -> bool:
+    """Whether llama.cpp's grammar sampler lets `candidate` (one token) follow `prefix`."""
+    import ctypes
+
+    import llama_cpp
+
+    llm = model._llama
+    sampler = llama_cpp.llama_sampler_init_grammar(llama_cpp.llama_model_get_vocab(llm.model), gbnf.encode(), b"root")
+    try:
+        for token in llm.tokenize(prefix.encode(), add_bos=False, special=False):
+            llama_cpp.llama_sampler_accept(sampler, token)
+        [token] = llm.tokenize(candidate.encode(), add_bos=False, special=False)
+        data = (llama_cpp.llama_token_data * 1)(llama_cpp.llama_token_data(token, 0.0, 0.0))
+        llama_cpp.llama_sampler_apply(sampler, ctypes.byref(llama_cpp.llama_token_data_array(data, 1, -1, False)))
+        return data[0].logit != float("-inf")
+    finally:
+        llama_cpp.llama_sampler_free(sampler)
+
+
+def test_the_grammar_keeps_raw_control_characters_out_of_json_strings(model: LocalModel) -> None:
+    """llama-cpp-python's converter allowed a raw line break inside a string, which json.loads refuses:
+    an answer written so failed a task whose work was done. An escaped one is still allowed."""
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    gbnf = schema_grammar(schema)
+    assert not _allowed_after(model, gbnf, '{"answer": "a', "\n")
+    assert not _allowed_after(model, gbnf, '{"answer": "a', "\t")
+    assert _allowed_after(model, gbnf, '{"answer": "a', "b")
+    assert _allowed_after(model, gbnf, '{"answer": "a\\', "n")
