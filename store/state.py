@@ -38,6 +38,7 @@ from store.events import (
     ToolCallExecuted,
     ToolCallProposed,
     ToolCallStarted,
+    WorkspaceSurveyed,
 )
 
 TASK_EVENTS = (
@@ -66,6 +67,7 @@ TASK_EVENTS = (
     SkillCatalogPinned,
     SkillActivated,
     SkillActivationFailed,
+    WorkspaceSurveyed,
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from runtime.tools.artifact import ReadArtifact
 from runtime.tools.contract import Tool
+from runtime.tools.edits import AppendFile, EditFile
 from runtime.tools.files import ListFiles, ReadFile, WriteFile
 from runtime.tools.registry import ToolRegistry
 from runtime.tools.shell import TIMEOUT_S, Shell
@@ -11,7 +12,9 @@ from runtime.tools.shell import TIMEOUT_S, Shell
 
 def builtin_tools(*, shell_timeout_s: float = TIMEOUT_S) -> list[Tool]:
     """Fresh instances of the built-in tools, sorted by name."""
-    return [ListFiles(), ReadArtifact(), ReadFile(), Shell(timeout_s=shell_timeout_s), WriteFile()]
+    return [
+        AppendFile(), EditFile(), ListFiles(), ReadArtifact(), ReadFile(), Shell(timeout_s=shell_timeout_s), WriteFile()
+    ]
 
 
 def builtin_registry(*, shell_timeout_s: float = TIMEOUT_S) -> ToolRegistry:

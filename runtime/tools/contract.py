@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -70,6 +70,11 @@ class ToolContract(BaseModel):
     errors: dict[str, str] = Field(default_factory=dict, description="error code -> when the tool answers with it")
     summary_fields: tuple[str, ...] = Field((), description="output fields a masked observation keeps")
     mask_output: bool = Field(True, description="False for tools whose output is already bounded pages")
+    path_kind: Literal["file", "folder"] | None = Field(
+        None,
+        description="the `path` argument names an existing file or folder, which the call only reads: "
+        "the grammar offers the paths the task knows of and has not read yet",
+    )
 
     @field_validator("effects")
     @classmethod

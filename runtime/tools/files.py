@@ -25,7 +25,7 @@ _SNIFF_BYTES = 8192
 Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
 WorkspacePath = Field(min_length=1, max_length=4096, description="relative to the workspace")
 
-_PATH_ERRORS = {
+PATH_ERRORS = {
     "outside_workspace": "the path leads out of the workspace ('..', an absolute path or a symlink)",
     "protected_path": "the path lies in agentd's own data",
 }
@@ -97,7 +97,7 @@ class ReadFile(Tool[ReadFileArgs, ReadFileOutput]):
         timeout_s=10,
         preconditions=("the file exists inside the workspace and is text",),
         errors={
-            **_PATH_ERRORS,
+            **PATH_ERRORS,
             "not_found": "no file at that path",
             "is_directory": "the path is a folder; use list_files",
             "not_a_file": "the path is a device, socket or pipe",
@@ -106,6 +106,7 @@ class ReadFile(Tool[ReadFileArgs, ReadFileOutput]):
             "unreadable": "permission denied or an I/O error",
         },
         summary_fields=("path", "size", "sha256", "lines"),
+        path_kind="file",
     )
 
     def authorize(self, ctx: ToolContext, args: ReadFileArgs) -> None:
@@ -117,11 +118,11 @@ class ReadFile(Tool[ReadFileArgs, ReadFileOutput]):
         data = read_regular(real, name, MAX_READ_BYTES)
         digest = hashlib.sha256(data).hexdigest()
         if b"\x00" in data[:_SNIFF_BYTES]:
-            raise _binary(name, data, digest)
+            raise binary_failure(name, data, digest)
         try:
             content = data.decode("utf-8")
         except UnicodeDecodeError:
-            raise _binary(name, data, digest) from None
+            raise binary_failure(name, data, digest) from None
         ctx.record(ArtifactRead(path=name, sha256=digest, size=len(data)))
         lines = content.count("\n") + (0 if not content or content.endswith("\n") else 1)
         return ReadFileOutput(path=name, size=len(data), sha256=digest, lines=lines, content=content)
@@ -142,7 +143,7 @@ class WriteFile(Tool[WriteFileArgs, WriteFileOutput]):
         timeout_s=10,
         preconditions=("the path lies inside the workspace", "the content is the whole file, not a diff"),
         errors={
-            **_PATH_ERRORS,
+            **PATH_ERRORS,
             "is_directory": "the path is a folder",
             "not_a_directory": "a folder along the path is a file",
             "not_a_file": "the path is a device, socket or pipe",
@@ -168,7 +169,7 @@ class WriteFile(Tool[WriteFileArgs, WriteFileOutput]):
                 raise
             old = None
         if old != data:
-            _write_atomically(real, name, data)
+            write_atomically(real, name, data)
         ctx.record(ArtifactWritten(path=name, sha256=digest, size=len(data)))
         return WriteFileOutput(path=name, size=len(data), sha256=digest, created=old is None, changed=old != data)
 
@@ -187,8 +188,9 @@ class ListFiles(Tool[ListFilesArgs, ListFilesOutput]):
         scope="workspace",
         timeout_s=10,
         preconditions=("the folder exists inside the workspace",),
-        errors={**_PATH_ERRORS, "not_found": "no folder at that path", "not_a_directory": "the path is a file"},
+        errors={**PATH_ERRORS, "not_found": "no folder at that path", "not_a_directory": "the path is a file"},
         summary_fields=("path", "count", "omitted"),
+        path_kind="folder",
     )
 
     def authorize(self, ctx: ToolContext, args: ListFilesArgs) -> None:
@@ -256,7 +258,7 @@ def read_regular(real: Path, name: str, limit: int | None) -> bytes:
         return data
 
 
-def _write_atomically(real: Path, name: str, data: bytes) -> None:
+def write_atomically(real: Path, name: str, data: bytes) -> None:
     """Replace the file in one step, so a crash leaves the old content or the new, never half of it."""
     try:
         real.parent.mkdir(parents=True, exist_ok=True)
@@ -274,7 +276,7 @@ def _os_failure(e: OSError, name: str, code: str = "unreadable") -> ToolFailure:
     return ToolFailure(code, f"{name}: {e.strerror or e}", {"path": name})
 
 
-def _binary(name: str, data: bytes, digest: str) -> ToolFailure:
+def binary_failure(name: str, data: bytes, digest: str) -> ToolFailure:
     return ToolFailure(
         "binary_file", f"{name} is not UTF-8 text", {"path": name, "size": len(data), "sha256": digest}
     )

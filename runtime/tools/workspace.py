@@ -40,3 +40,34 @@ def relative(ctx: ToolContext, real: Path) -> str:
 
 def is_protected(ctx: ToolContext, real: Path) -> bool:
     return any(real.is_relative_to(folder) for folder in ctx.protected)
+
+
+# Enough for a project's layout at a glance (a few hundred tokens); a larger workspace is listed
+# breadth first, so its top levels are always shown, and the rest is found with list_files.
+SURVEY_ENTRIES = 200
+
+
+def survey(ctx: ToolContext, limit: int = SURVEY_ENTRIES) -> tuple[list[str], bool]:
+    """The workspace's files and folders breadth first (folders end with "/"), at most `limit` of
+    them, and whether that is all of them. agentd's own data is left out, as list_files leaves it
+    out; hidden folders (.git, .venv) are named but not opened: their insides are rarely the task.
+    The walk stops at the limit, so a huge workspace costs no more than a small one."""
+    entries: list[str] = []
+    complete = True
+    queue = [ctx.workspace]
+    while queue:
+        folder = queue.pop(0)
+        try:
+            with os.scandir(folder) as it:
+                found = sorted((e for e in it if not is_protected(ctx, Path(e.path))), key=lambda e: e.name)
+        except OSError:
+            complete = False  # an unreadable folder: what it holds is not known
+            continue
+        for e in found:
+            if len(entries) >= limit:
+                return entries, False
+            is_dir = e.is_dir(follow_symlinks=False)
+            entries.append(relative(ctx, Path(e.path)) + ("/" if is_dir else ""))
+            if is_dir and not e.name.startswith("."):
+                queue.append(Path(e.path))
+    return entries, complete

@@ -2,7 +2,7 @@
 
 from store.events._base import Event, Recorded, decode, event_class, event_types, upcaster
 from store.events.approval import ApprovalDenied, ApprovalGranted, ApprovalRequested
-from store.events.artifact import ArtifactDeleted, ArtifactRead, ArtifactWritten, TestsRan
+from store.events.artifact import ArtifactDeleted, ArtifactRead, ArtifactWritten, TestsRan, WorkspaceSurveyed
 from store.events.call import (
     AnswerGiven,
     ContextManifest,
@@ -78,6 +78,7 @@ __all__ = [
     "ToolCallExecuted",
     "ToolCallProposed",
     "ToolCallStarted",
+    "WorkspaceSurveyed",
     "decode",
     "event_class",
     "event_types",

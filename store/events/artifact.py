@@ -35,3 +35,15 @@ class TestsRan(Event):
     status: Literal["passed", "failed", "error"]
     paths: tuple[str, ...] = ()
     summary: str = ""
+
+
+class WorkspaceSurveyed(Event):
+    """The files and folders of a task's workspace as its first request showed them.
+
+    Recorded once, before that request, so that every later request and a replay show the same
+    listing whatever the workspace holds by then. Folders end with "/". `complete` is False when the
+    workspace held more than the listing could show.
+    """
+
+    entries: tuple[str, ...] = ()
+    complete: bool = True

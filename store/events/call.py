@@ -127,6 +127,9 @@ class ToolCallStarted(Event):
     call_id: str
     tool: str
     idempotent: bool
+    # The tool's declared effects: a call with external effects (a shell command, a job) may change
+    # files the log will not name, so what the task knows of its workspace is no longer the whole of it.
+    effects: tuple[str, ...] = ()
 
 
 class ToolCallExecuted(Event):

@@ -1,0 +1,173 @@
+"""The edit tools: change part of a text file in the workspace, by replacing text or adding lines at its end.
+
+A whole-file write asks the model to copy every line it means to keep, and a small model drops or
+mangles some (measured on the default model: a typo fix that rewrote README.md as "This is a test
+file.", an item added to todo.txt as the only line left). These tools name only the change.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from runtime.tools.contract import Effect, Tool, ToolContext, ToolContract, ToolFailure
+from runtime.tools.files import (
+    MAX_READ_BYTES,
+    MAX_WRITE_CHARS,
+    PATH_ERRORS,
+    Sha256,
+    WorkspacePath,
+    binary_failure,
+    read_regular,
+    write_atomically,
+)
+from runtime.tools.workspace import relative, resolve
+from store.events import ArtifactWritten
+
+# Lines of the file shown back after a change, so the model sees the result without reading again.
+SHOWN_LINES = 12
+
+_TEXT_ERRORS = {
+    "not_found": "no file at that path; write_file creates one",
+    "is_directory": "the path is a folder",
+    "binary_file": "the file is not UTF-8 text",
+    "file_too_large": f"the file is over {MAX_READ_BYTES} bytes",
+    "write_failed": "the file system refused the write (full, read-only, permissions)",
+}
+
+
+class EditFileArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = WorkspacePath
+    old: str = Field(min_length=1, max_length=MAX_WRITE_CHARS, description="the exact text to replace, as the file has it")
+    new: str = Field(max_length=MAX_WRITE_CHARS, description="the text to put in its place; empty to delete it")
+
+
+class EditFileOutput(BaseModel):
+    path: str
+    replaced: int = Field(ge=1, description="places the text was replaced")
+    size: int = Field(ge=0, description="bytes")
+    sha256: str = Sha256
+    changed_lines: list[str] = Field(description=f"the lines that hold the new text, at most {SHOWN_LINES}")
+
+
+class AppendFileArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = WorkspacePath
+    text: str = Field(min_length=1, max_length=MAX_WRITE_CHARS, description="the lines to add at the end")
+
+
+class AppendFileOutput(BaseModel):
+    path: str
+    size: int = Field(ge=0, description="bytes")
+    sha256: str = Sha256
+    lines: int = Field(ge=0)
+    last_lines: list[str] = Field(description=f"the file's last lines after the change, at most {SHOWN_LINES}")
+
+
+class EditFile(Tool[EditFileArgs, EditFileOutput]):
+    contract = ToolContract(
+        name="edit_file",
+        description=(
+            "Change a text file in the workspace: replace every place it has the text `old` with `new`. "
+            "Use it to fix, rename or change a value; `old` must be copied exactly from the file."
+        ),
+        input_model=EditFileArgs,
+        output_model=EditFileOutput,
+        effects=[Effect.WRITE],
+        # Twice is not once: a second run replaces again in what the first one wrote, or finds nothing.
+        idempotent=False,
+        scope="workspace",
+        timeout_s=10,
+        preconditions=("the file exists and contains `old`",),
+        errors={**PATH_ERRORS, **_TEXT_ERRORS, "text_not_found": "the file does not contain `old`; see the closest lines"},
+        summary_fields=("path", "replaced", "size"),
+        path_kind="file",
+    )
+
+    def authorize(self, ctx: ToolContext, args: EditFileArgs) -> None:
+        resolve(ctx, args.path)
+
+    def run(self, ctx: ToolContext, args: EditFileArgs) -> EditFileOutput:
+        real = resolve(ctx, args.path)
+        name = relative(ctx, real)
+        text = _read_text(real, name)
+        count = text.count(args.old)
+        if count == 0:
+            raise ToolFailure(
+                "text_not_found",
+                f"{name} does not contain the text given as old",
+                {"path": name, "closest_lines": _closest(text, args.old)},
+            )
+        changed = text.replace(args.old, args.new)
+        data = changed.encode("utf-8")
+        write_atomically(real, name, data)
+        digest = hashlib.sha256(data).hexdigest()
+        ctx.record(ArtifactWritten(path=name, sha256=digest, size=len(data)))
+        marker = args.new.strip() or None
+        shown = [line for line in changed.splitlines() if marker and marker.splitlines()[0] in line][:SHOWN_LINES]
+        return EditFileOutput(path=name, replaced=count, size=len(data), sha256=digest, changed_lines=shown)
+
+
+class AppendFile(Tool[AppendFileArgs, AppendFileOutput]):
+    contract = ToolContract(
+        name="append_file",
+        description=(
+            "Add lines at the end of a text file in the workspace, keeping everything it has. Use it to add "
+            "an item to a list, a line to a log or notes."
+        ),
+        input_model=AppendFileArgs,
+        output_model=AppendFileOutput,
+        effects=[Effect.WRITE],
+        # Twice adds the lines twice.
+        idempotent=False,
+        scope="workspace",
+        timeout_s=10,
+        preconditions=("the file exists",),
+        errors={**PATH_ERRORS, **_TEXT_ERRORS},
+        summary_fields=("path", "size", "lines"),
+        path_kind="file",
+    )
+
+    def authorize(self, ctx: ToolContext, args: AppendFileArgs) -> None:
+        resolve(ctx, args.path)
+
+    def run(self, ctx: ToolContext, args: AppendFileArgs) -> AppendFileOutput:
+        real = resolve(ctx, args.path)
+        name = relative(ctx, real)
+        text = _read_text(real, name)
+        # The new lines start on a line of their own and end with a newline, as a text file's lines do.
+        if text and not text.endswith("\n"):
+            text += "\n"
+        text += args.text if args.text.endswith("\n") else args.text + "\n"
+        data = text.encode("utf-8")
+        write_atomically(real, name, data)
+        digest = hashlib.sha256(data).hexdigest()
+        ctx.record(ArtifactWritten(path=name, sha256=digest, size=len(data)))
+        lines = text.splitlines()
+        return AppendFileOutput(
+            path=name, size=len(data), sha256=digest, lines=len(lines), last_lines=lines[-SHOWN_LINES:]
+        )
+
+
+def _read_text(real, name: str) -> str:
+    if real.is_dir():
+        raise ToolFailure("is_directory", f"{name} is a folder, not a file", {"path": name})
+    data = read_regular(real, name, MAX_READ_BYTES)
+    digest = hashlib.sha256(data).hexdigest()
+    if b"\x00" in data:
+        raise binary_failure(name, data, digest)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise binary_failure(name, data, digest) from None
+
+
+def _closest(text: str, old: str) -> list[str]:
+    """The file's lines most like the first line of `old`, for the model's next try."""
+    first = old.strip().splitlines()[0] if old.strip() else old
+    return difflib.get_close_matches(first, text.splitlines(), n=3, cutoff=0.3)
