@@ -64,6 +64,8 @@ BAD_FILES = {
     "unknown_profile": ("- name: a\n  input: hi\n  profile: nobody\n", "case 'a': profile: no profile 'nobody'"),
     "required_not_offered": ("- name: a\n  input: hi\n  required_tools: [write_file]\n",
                              "case 'a': required_tools: write_file needs allow: [write]"),
+    "unknown_alternative": ("- name: a\n  input: hi\n  required_tools: [[edit_file, patch_file]]\n",
+                            "case 'a': required_tools: no tool 'patch_file'"),
     "file_outside": ("- name: a\n  input: hi\n  files: {../x.txt: hi}\n", "case 'a': files: '../x.txt' leads out"),
     "placeholder": ("- name: a\n  input: hi\n  env: {X: '{home}/y'}\n", "case 'a': env: X: unknown placeholder {home}"),
     "agentd_setting": ("- name: a\n  input: hi\n  env: {AGENTD_MODEL: x}\n", "case 'a': env: AGENTD_MODEL"),
@@ -226,6 +228,17 @@ def test_a_failed_run_gets_its_label_from_its_events(label: str) -> None:
     verdict = check.judge(c, events, files=files)
     assert not verdict.success
     assert verdict.label == label, verdict.failures
+
+
+def test_a_required_tool_may_be_any_one_of_a_list_and_a_miss_names_each() -> None:
+    c = case(allow=["write"], required_tools=[["edit_file", "write_file"], "read_file"])
+    done = check.judge(c, [*START, called(1), *tool(1, "read_file"), called(2), *tool(2, "write_file"), called(3),
+                           *answered("Done.")])
+    assert done.success, done.failures
+    missed = check.judge(c, [*START, called(1), *tool(1, "read_file"), called(2), *tool(2, "edit_file", "error"),
+                             called(3), *answered("Done.")])
+    assert missed.label == "missing_tool"
+    assert "edit_file (ended error) or write_file (never called)" in missed.detail
 
 
 def test_a_secret_is_caught_in_a_prompt_and_a_cite_must_be_both_shown_and_cited() -> None:

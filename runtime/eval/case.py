@@ -182,7 +182,9 @@ class Case(_Shared):
     fixture: str | None = None
     expected_outcome: str | None = None
     required_evidence: tuple[str, ...] = ()
-    required_tools: tuple[str, ...] = ()
+    # Each item a tool that must have run with status ok, or a list of tools of which one must have
+    # ([edit_file, write_file]: the change made either way).
+    required_tools: tuple[str | tuple[str, ...], ...] = ()
     expect: Expect = Expect()
     # Where the case came from, set by the loader: not part of the format.
     _source: str = PrivateAttr("")
@@ -193,10 +195,15 @@ class Case(_Shared):
         actor_tenant = self.actor.get("tenant")
         if actor_tenant is not None and self.tenant is not None and actor_tenant != self.tenant:
             raise ValueError(f"actor.tenant {actor_tenant!r} and tenant {self.tenant!r} disagree")
-        both = set(self.required_tools) & set(self.forbidden_tools)
+        both = set(self.required_tool_names) & set(self.forbidden_tools)
         if both:
             raise ValueError(f"{', '.join(sorted(both))} is both required and forbidden")
         return self
+
+    @property
+    def required_tool_names(self) -> tuple[str, ...]:
+        """Every tool `required_tools` names, alternatives included."""
+        return tuple(n for item in self.required_tools for n in ((item,) if isinstance(item, str) else item))
 
     @property
     def task_tenant(self) -> str:

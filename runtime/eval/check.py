@@ -255,11 +255,17 @@ def _ending(case: Case, events: Sequence[Event], out: Outcome) -> list[Failure]:
 
 def _tools(case: Case, events: Sequence[Event]) -> list[Failure]:
     ran = {e.tool for e in events if isinstance(e, ToolCallExecuted) and e.status == "ok"}
-    missing = [t for t in case.required_tools if t not in ran]
+    missing = [
+        options for item in case.required_tools
+        if not ran & set(options := (item,) if isinstance(item, str) else item)
+    ]
     if not missing:
         return []
     tried = {e.tool: e.status for e in events if isinstance(e, ToolCallExecuted)}
-    said = ", ".join(f"{t} ({'ended ' + tried[t] if t in tried else 'never called'})" for t in missing)
+    said = ", ".join(
+        " or ".join(f"{t} ({'ended ' + tried[t] if t in tried else 'never called'})" for t in options)
+        for options in missing
+    )
     return [Failure("missing_tool", f"required tool did not run ok: {said}")]
 
 

@@ -55,7 +55,7 @@ def preflight(case: Case) -> None:
     if profile is None:
         raise CaseFileError(f"{where}: profile: no profile {case.task_profile!r}; loaded: {', '.join(sorted(loaded.profiles))}")
     for field, names in (
-        ("required_tools", case.required_tools),
+        ("required_tools", case.required_tool_names),
         ("forbidden_tools", case.forbidden_tools),
         ("approvals", tuple(case.approvals)),
     ):
@@ -63,7 +63,7 @@ def preflight(case: Case) -> None:
             if name not in known:
                 raise CaseFileError(f"{where}: {field}: no tool {name!r}; known: {', '.join(sorted(known))}")
     allowed = {"read", *case.allow}
-    for name in case.required_tools:
+    for name in case.required_tool_names:
         if name in profile.tools and name in loaded.tools:
             effects = {e.value for e in loaded.tools.get(name).contract.effects}
             if not effects <= allowed:
