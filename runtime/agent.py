@@ -22,7 +22,7 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import anyio
 
@@ -30,12 +30,14 @@ from notifications import queue
 from runtime import activation, context, knowledge, logs, proposal
 from runtime import progress as progress_
 from runtime.artifacts import ArtifactStore, ref_for
+from runtime.blocks import Block
 from runtime.inference import Model
 from runtime.profiles import Profile, prefix_blocks
 from runtime.progress import Progress
-from runtime.tools import FACT_ARTIFACT_REFS, ToolContext, ToolRegistry, execute
+from runtime.tools import FACT_ARTIFACT_REFS, ToolContext, ToolContract, ToolRegistry, execute
 from runtime.tools.skill_files import FACT_ACTIVE_SKILLS
 from runtime.tools.schema import inline_schema
+from runtime.tools.workspace import survey
 from store import EventStore
 from store.errors import AgentdError, ConcurrencyConflict, ContextOverflow, InferenceError
 from store.events import (
@@ -59,6 +61,7 @@ from store.events import (
     ToolCallExecuted,
     ToolCallProposed,
     ToolCallStarted,
+    WorkspaceSurveyed,
 )
 
 if TYPE_CHECKING:
@@ -209,6 +212,7 @@ class _Runner:
         self._report(call_index, "deciding")
         if call_index == 1:
             await self._pin_skills(trusted)
+            await self._survey_workspace(trusted)
         kind = _decision_kind(summary, call_index)
         await self._retrieve(trusted, transcript, call_index)
         await self._admit_notifications(call_index)
@@ -242,6 +246,29 @@ class _Runner:
         name = activation.user_request(trusted.submitted.goal, pinned)
         if name is not None and name not in activation.active_skills(self.records):
             await self._append(await anyio.to_thread.run_sync(activation.activate, pinned, name, 0, "user"))
+
+    async def _survey_workspace(self, trusted: Trusted) -> None:
+        """Before the first request of a task with the file tools: the workspace's layout, recorded, so
+        the model starts from the paths that exist (a small model otherwise guesses "README" or
+        "/config/database" and loops on the errors) and a replay shows the listing it saw."""
+        if any(isinstance(r.event, WorkspaceSurveyed) for r in self.records):
+            return
+        if not {"list_files", "read_file"} & set(offered_tools(self.rt, trusted)):
+            return
+        ctx = self._tool_context(trusted)
+        entries, complete = await anyio.to_thread.run_sync(survey, ctx)
+        await self._append(WorkspaceSurveyed(entries=tuple(entries), complete=complete))
+
+    def _tool_context(self, trusted: Trusted) -> ToolContext:
+        return ToolContext(
+            task_id=self.task_id,
+            tenant=trusted.tenant,
+            actor=trusted.actor,
+            workspace=Path(trusted.submitted.workspace),
+            artifacts=self.rt.artifacts,
+            facts=facts_of(self.records),
+            protected=self.rt.protected,
+        )
 
     async def _retrieve(self, trusted: Trusted, transcript: context.Transcript, call_index: int) -> None:
         """Steps 3 and 4, recorded with the evidence's text so the task's later requests repeat it."""
@@ -338,7 +365,7 @@ class _Runner:
     async def _call_tool(self, trusted: Trusted, call_index: int, action: proposal.CallTool) -> None:
         tool = self.rt.tools.get(action.tool)
         call_id = f"c{call_index}"
-        proposed = ToolCallProposed(call_id=call_id, tool=action.tool, arguments=action.arguments, reason=action.reason)
+        proposed = ToolCallProposed(call_id=call_id, tool=action.tool, arguments=action.arguments, reason=action.why)
         skill = activation.pre_approver(activation.active_skills(self.records), action.tool)
         if tool.contract.needs_approval and skill is not None:
             # The skill's allowed-tools approved it in advance; the log says who did, like any approval.
@@ -350,7 +377,7 @@ class _Runner:
                     call_id=call_id,
                     tool=action.tool,
                     arguments_hash=arguments_hash(action.arguments),
-                    reason=action.reason,
+                    reason=action.why,
                     policy_version=trusted.profile.version,
                 ),
                 ApprovalGranted(approval_id=approval_id, by=f"skill:{skill}"),
@@ -363,7 +390,7 @@ class _Runner:
                 call_id=call_id,
                 tool=action.tool,
                 arguments_hash=arguments_hash(action.arguments),
-                reason=action.reason,
+                reason=action.why,
                 expires_at=(trusted.now + self.rt.approval_ttl).isoformat(),
                 policy_version=trusted.profile.version,
             )
@@ -381,17 +408,14 @@ class _Runner:
         tool = self.rt.tools.get(proposed.tool)
         # Recorded before the tool runs: after a crash, a start without a result is a known unknown.
         await self._append(
-            ToolCallStarted(call_id=proposed.call_id, tool=proposed.tool, idempotent=tool.contract.idempotent)
+            ToolCallStarted(
+                call_id=proposed.call_id,
+                tool=proposed.tool,
+                idempotent=tool.contract.idempotent,
+                effects=tuple(e.value for e in tool.contract.effects),
+            )
         )
-        ctx = ToolContext(
-            task_id=self.task_id,
-            tenant=trusted.tenant,
-            actor=trusted.actor,
-            workspace=Path(trusted.submitted.workspace),
-            artifacts=self.rt.artifacts,
-            facts=facts_of(self.records),
-            protected=self.rt.protected,
-        )
+        ctx = self._tool_context(trusted)
         self._report(self._deciding or 0, "running_tool", detail=proposed.tool)
         outcome = await anyio.to_thread.run_sync(lambda: execute(tool, ctx, proposed.arguments, approved=approved))
         await self._append(
@@ -520,7 +544,7 @@ def retrieve_evidence(
     sections = rt.sections(trusted.profile)
     if not sections:
         return (), ()
-    last_result = next((t for t in reversed(transcript.turns) if t.role == "tool"), None)
+    last_result = transcript.last_result
     packed = knowledge.retrieve(
         sections,
         tenant=trusted.tenant,
@@ -553,7 +577,7 @@ _NOT_WORDS = frozenset({"tool", "status", "sha256", "artifact_ref"})
 _DATE = re.compile(r"^\d{4}-\d\d-\d\d")
 
 
-def _result_words(turn: context.Turn) -> list[str]:
+def _result_words(block: Block) -> list[str]:
     """What a tool result says, for the next retrieval query: its text values, not its field names
     (every result has "status", "tool", ids and dates, which would match any document)."""
     words: list[str] = []
@@ -569,11 +593,10 @@ def _result_words(turn: context.Turn) -> list[str]:
         elif isinstance(value, str) and not _DATE.match(value):
             words.append(value)
 
-    for block in turn.blocks:
-        try:
-            walk(json.loads(block.text))
-        except ValueError:
-            words.append(block.text)
+    try:
+        walk(json.loads(block.text))
+    except ValueError:
+        words.append(block.text)
     return words
 
 
@@ -612,9 +635,12 @@ def build_request(
     pinned = activation.pinned_catalog(records)
     offered = offered_tools(rt, trusted, has_skills=bool(pinned and pinned.entries))
     transcript, summary = context.rebuild(records)
-    usable = choices_for(offered, records, transcript, attempt, kind, escalation=profile.escalation)
+    usable = choices_for(
+        offered, records, transcript, attempt, kind, escalation=profile.escalation,
+        contracts={name: rt.tools.get(name).contract for name in offered},
+    )
     schema = proposal.schema(
-        {name: inline_schema(rt.tools.get(name).contract.input_model) for name in usable.tools},
+        {name: _arguments(rt.tools.get(name).contract, usable.paths.get(name)) for name in usable.tools},
         skills=list(usable.skills),
         allow_answer=True,
         citable=usable.sources,
@@ -623,11 +649,10 @@ def build_request(
     # The tools offered to the task stay in the prefix for all its requests, so that llama.cpp can
     # reuse it; what may be chosen at this step is narrowed in the grammar alone.
     prefix = prefix_blocks(profile, rt.tools.definitions(offered), skills=activation.catalog_block(pinned))
-    if attempt == 1:
-        tail = context.user_turn(summary, call_index, trusted.submitted, transcript.pending)
-    else:
-        # The retry is the refused reply plus why it was refused, appended: the prefix holds.
-        tail = [context.rejection_block(_last_rejection(records), attempt, trusted.submitted)]
+    # A retry says why the last reply was refused; the history before the tail is the same either way.
+    tail = context.tail_blocks(
+        transcript, summary, call_index, trusted.submitted, attempt, _last_rejection(records) if attempt > 1 else ""
+    )
     request = context.assemble(
         prefix=prefix,
         transcript=transcript,
@@ -646,6 +671,31 @@ def build_request(
     return request, schema, usable
 
 
+def _only_reads(contract: ToolContract) -> bool:
+    return {e.value for e in contract.effects} <= {"read"}
+
+
+def _path_kind(contract: ToolContract) -> str | None:
+    """"file" or "folder" for a tool whose path names one that exists; "read" before it when the tool
+    only reads it, so that reading again what the task holds unchanged is not offered."""
+    if contract.path_kind is None:
+        return None
+    return f"read {contract.path_kind}" if _only_reads(contract) else contract.path_kind
+
+
+def _arguments(contract, paths: tuple[str, ...] | None) -> dict:
+    """A tool's argument schema for this step: where the task knows every path there is, a path
+    argument is one of the paths it may still usefully read, so no guessed path can be written."""
+    schema = inline_schema(contract.input_model)
+    if paths is None:
+        return schema
+    path = schema["properties"]["path"]
+    narrowed = {"type": "string", "enum": list(paths)}
+    if "description" in path:
+        narrowed["description"] = path["description"]
+    return {**schema, "properties": {**schema["properties"], "path": narrowed}}
+
+
 @dataclass(frozen=True)
 class Choices:
     """What one attempt of one decision may propose: the grammar is built from it and the judge checks it."""
@@ -654,6 +704,8 @@ class Choices:
     skills: tuple[str, ...]
     sources: tuple[str, ...]
     escalation: bool = True
+    # Per tool whose path is narrowed: the paths it may name at this step.
+    paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def choices_for(
@@ -664,10 +716,13 @@ def choices_for(
     kind: str,
     *,
     escalation: bool = True,
+    contracts: Mapping[str, ToolContract] | None = None,
 ) -> Choices:
     """Only what can be used now: skill files once a skill is active, artifacts once there are some,
-    skills not yet taken in; after a refusal, not the refused tool or skill; on the last step or the
-    last try, only an answer (or an escalation, where the profile has one)."""
+    skills not yet taken in, paths the task may still usefully name; after a refusal, not the refused
+    tool or skill; on the last step or the last try, only an answer (or an escalation, where the
+    profile has one)."""
+    contracts = contracts or {}
     sources = tuple(dict.fromkeys(transcript.citable))
     if kind == "final_step" or attempt >= context.LAST_ATTEMPT:
         return Choices((), (), sources, escalation)
@@ -684,16 +739,39 @@ def choices_for(
     if attempt > 1:
         refused = _refused_proposal(records)
         if refused.get("action") == "call_tool":
-            # A call made before, asked for again, is a model going round in circles (seen: read_file,
-            # then list_files, then read_file again, never the write_file the task needed): the retry
-            # offers only tools the task has not used yet. Otherwise just the refused tool is left out.
-            done = _done_calls(records)
-            repeated = proposal.call_key(refused.get("tool", ""), refused.get("arguments") or {}) in done
-            used = {key.split(" ", 1)[0] for key in done} if repeated else set()
-            tools = [t for t in tools if t != refused.get("tool") and t not in used]
+            tool = refused.get("tool", "")
+            repeated = proposal.call_key(tool, refused.get("arguments") or {}) in _done_calls(records)
+            if repeated and tool in contracts:
+                # A call made before, asked for again, is a model stuck in one mode: reading after it has
+                # what it needs, or changing a file it has changed. The retry offers the other mode and
+                # the answer (seen on the default model: the same read_file after the file's content was
+                # in the request, step after step; the same edit after it had succeeded).
+                reads = _only_reads(contracts[tool])
+                tools = [t for t in tools if t in contracts and _only_reads(contracts[t]) != reads]
+            else:
+                tools = [t for t in tools if t != tool]
         elif refused.get("action") == "activate_skill":
             skills = []
-    return Choices(tuple(tools), tuple(skills), sources, escalation)
+    paths: dict[str, tuple[str, ...]] = {}
+    known = transcript.paths
+    if known.complete:
+        for name in list(tools):
+            kind = _path_kind(contracts[name]) if name in contracts else None
+            if kind is None:
+                continue
+            # Reading again what the task holds unchanged only repeats a result it has: a small model
+            # otherwise rereads the file it should be answering from or changing, step after step.
+            fresh = {
+                "read file": known.files - known.read,
+                "read folder": known.folders - known.listed,
+                "file": known.files,
+                "folder": known.folders,
+            }[kind]
+            if fresh:
+                paths[name] = tuple(sorted(fresh))
+            else:
+                tools.remove(name)
+    return Choices(tuple(tools), tuple(skills), sources, escalation, paths)
 
 
 def judge(text: str, choices: Choices, records: Sequence[Recorded]) -> proposal.Action:
@@ -706,6 +784,7 @@ def judge(text: str, choices: Choices, records: Sequence[Recorded]) -> proposal.
         sources=set(choices.sources),
         done_calls=_done_calls(records),
         escalation=choices.escalation,
+        paths=choices.paths,
     )
 
 

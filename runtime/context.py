@@ -1,9 +1,10 @@
 """Context assembly: the request for one decision, rebuilt from the log, with its manifest.
 
-The request is an append-only transcript: the stable prefix (one system message), then per decision a
-user turn (task state, new evidence, notifications, the decision asked for), the model's reply, and
-the tool result. Every earlier request of the task is therefore a prefix of the next one, which is
-what keeps llama.cpp's KV cache warm. Everything here is a pure function of the task's events and the
+A request is two messages: the stable prefix (the system message), then one user message holding the
+task's history (the request, facts, evidence, notifications, skills, each step taken and its result,
+in the order they happened) and a tail (a refusal on a retry, the decision asked for). The history only
+grows, so every request of a task repeats the previous one up to its tail, which is what keeps
+llama.cpp's KV cache warm. Everything here is a pure function of the task's events and the
 profile, so replay can rebuild any request and compare it with what was recorded.
 """
 
@@ -16,95 +17,140 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from runtime import goal as goal_text
 from runtime.activation import failure_block, skill_block
-from runtime.blocks import Block, neutralize
+from runtime.blocks import Block, join, neutralize
 from runtime.inference import Message
 from store.errors import ContextOverflow
 from store.events import (
+    ArtifactWritten,
     ContextManifest,
     EvidenceRetrieved,
     LeftOut,
     ManifestItem,
     ModelCalled,
     NotificationsAdmitted,
-    ProposalRejected,
     Recorded,
     SkillActivated,
     SkillActivationFailed,
     TaskSubmitted,
     TokenBuckets,
     ToolCallExecuted,
+    ToolCallProposed,
+    ToolCallStarted,
+    WorkspaceSurveyed,
 )
 from store.state import TaskSummary, evolve, is_task_event
 
 # Tokens the chat template spends around the reply (the assistant header llama.cpp adds at the end).
 PROTOCOL_OVERHEAD = 16
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One message of the transcript and the blocks it was made of (none for the model's replies)."""
-
-    role: str
-    blocks: tuple[Block, ...] = ()
-    text: str | None = None
-
-    def content(self) -> str:
-        if self.text is not None:
-            return self.text
-        return "\n\n".join(b.render() for b in self.blocks)
+# Blocks a request ends with, which the next request replaces rather than repeats.
+TAIL_LABELS = frozenset({"decision", "rejected"})
+# A model-written argument longer than this is shown shortened in the step line: the file a
+# write_file call wrote is in the workspace, and repeating it in every later request costs its length.
+STEP_ARGUMENT_CHARS = 160
 
 
 @dataclass
 class Transcript:
-    """The task's conversation so far, rebuilt from its events."""
+    """The task's history as the model is shown it, rebuilt from its events.
 
-    turns: list[Turn] = field(default_factory=list)
+    One ordered list of blocks: the request (and what was pasted into it), trusted facts, then, as
+    they happened, evidence, notifications, skills, and each step the task took with its result. The
+    model's own replies are not shown back to it: a small model that sees its last reply copies it
+    word for word at the next step (measured on the default model: the same read_file, reason and
+    all, in every failed workspace run). Each step is shown instead as the code carried it out.
+    """
+
+    entries: list[Block] = field(default_factory=list)
     evidence_ids: list[str] = field(default_factory=list)
-    # Blocks recorded for the next request (its evidence, the notifications admitted into it) that no
-    # request has shown yet.
-    pending: list[Block] = field(default_factory=list)
     read_paths: list[str] = field(default_factory=list)
+    changed_paths: list[str] = field(default_factory=list)
     # The ids of the data blocks the model has been shown, in order: what a final answer may cite.
     citable: list[str] = field(default_factory=list)
     calls: int = 0
     last_manifest: ContextManifest | None = None
+    last_result: Block | None = None
+    paths: KnownPaths = field(default_factory=lambda: KnownPaths())
+
+
+@dataclass
+class KnownPaths:
+    """The workspace's paths as the task has seen them (its survey, folders listed, files written),
+    and the files whose content it holds unchanged since it read them."""
+
+    files: set[str] = field(default_factory=set)
+    folders: set[str] = field(default_factory=lambda: {"."})
+    # Whether `files` and `folders` are all there is: a survey that fit its limit. Otherwise a path
+    # the task has not seen may still exist, and the grammar leaves paths free.
+    complete: bool = False
+    read: set[str] = field(default_factory=set)
+    listed: set[str] = field(default_factory=set)
+
+    def surveyed(self, e: WorkspaceSurveyed) -> None:
+        for entry in e.entries:
+            (self.folders.add(entry[:-1]) if entry.endswith("/") else self.files.add(entry))
+        self.complete = e.complete
+
+    def executed(self, e: ToolCallExecuted) -> None:
+        path = e.observation.get("path")
+        if e.status != "ok" or not isinstance(path, str):
+            return
+        if e.tool == "read_file":
+            self.read.add(path)
+        elif e.tool == "list_files":
+            self.listed.add(path)
+            for entry in e.observation.get("entries") or ():
+                if isinstance(entry, dict) and isinstance(entry.get("path"), str):
+                    (self.folders if entry.get("kind") == "dir" else self.files).add(entry["path"])
 
 
 def rebuild(records: Iterable[Recorded]) -> tuple[Transcript, TaskSummary | None]:
-    """Replay a task's events into the turns the model has been shown, and the task's state now."""
+    """Replay a task's events into the history the model is shown, and the task's state now."""
     t = Transcript()
     summary: TaskSummary | None = None
-    submitted: TaskSubmitted | None = None
-    rejected: str | None = None
     for rec in records:
         e = rec.event
         if isinstance(e, TaskSubmitted):
-            submitted = e
-            t.citable += [b.label for b in goal_text.blocks(e.goal) if b.trust == "untrusted"]
+            request = goal_text.blocks(e.goal)
+            t.entries += request
+            t.citable += [b.label for b in request if b.trust == "untrusted"]
+            if e.context:
+                t.entries.append(facts_block(e.context))
         elif isinstance(e, EvidenceRetrieved):
-            t.pending += [evidence_block(item) for item in e.items]
+            t.entries += [evidence_block(item) for item in e.items]
             t.evidence_ids += [item.cite for item in e.items]
             t.citable += [item.cite for item in e.items]
         elif isinstance(e, NotificationsAdmitted):
-            t.pending.append(notifications_block(e))
+            t.entries.append(notifications_block(e))
+            if any(i.source == "file_watcher" for i in e.items):
+                t.paths.read.clear()  # a file the task read has changed: it may read it again
         elif isinstance(e, SkillActivated):
-            t.pending.append(skill_block(e))
+            t.entries.append(skill_block(e))
         elif isinstance(e, SkillActivationFailed):
-            t.pending.append(failure_block(e))
-        elif isinstance(e, ProposalRejected):
-            rejected = e.error
+            t.entries.append(failure_block(e))
         elif isinstance(e, ModelCalled):
-            if e.attempt == 1:
-                t.turns.append(Turn("user", tuple(user_turn(summary, e.call_index, submitted, t.pending))))
-                t.pending = []
-            else:
-                t.turns.append(Turn("user", (rejection_block(rejected or "rejected", e.attempt, submitted),)))
-            t.turns.append(Turn("assistant", text=e.output))
             t.calls = max(t.calls, e.call_index)
             t.last_manifest = e.manifest or t.last_manifest
+        elif isinstance(e, ToolCallProposed):
+            t.entries.append(step_block(e))
+        elif isinstance(e, WorkspaceSurveyed):
+            # First, before the request: measured on the default model, a listing between the request
+            # and the decision drew its first call to whichever file the listing made salient.
+            t.entries.insert(0, survey_block(e))
+            t.citable.append("workspace")
+            t.paths.surveyed(e)
+        elif isinstance(e, ArtifactWritten):
+            # Written by the task: the content it holds is what it wrote, not what it read.
+            t.paths.files.add(e.path)
+            t.paths.read.discard(e.path)
+            t.changed_paths.append(e.path)
+        elif isinstance(e, ToolCallStarted) and "external" in e.effects:
+            t.paths.complete = False
         elif isinstance(e, ToolCallExecuted):
-            t.turns.append(Turn("tool", (observation_block(e),)))
-            t.citable.append(f"result:{e.call_id}")
+            t.paths.executed(e)
+            block = observation_block(e)
+            t.entries.append(block)
+            t.last_result = block
+            t.citable.append(block.label)
             path = e.observation.get("path")
             if e.status == "ok" and isinstance(path, str) and e.tool == "read_file":
                 t.read_paths.append(path)
@@ -114,44 +160,88 @@ def rebuild(records: Iterable[Recorded]) -> tuple[Transcript, TaskSummary | None
     return t, summary
 
 
-def user_turn(
+def survey_block(e: WorkspaceSurveyed) -> Block:
+    """The workspace's layout: names in it are data (a file may be named anything)."""
+    more = "" if e.complete else "\n(more files are not listed here; list_files shows a folder)"
+    # Sorted as paths, so a folder's files follow it; the survey itself is breadth first only so that
+    # a listing cut at its limit still shows the top levels.
+    return Block("workspace", "evidence", "workspace", "untrusted", "\n".join(sorted(e.entries)) + more)
+
+
+def facts_block(facts: Mapping[str, str]) -> Block:
+    """Trusted facts about the caller (`task submit --context`), shown once after the request."""
+    return Block("facts", "task_state", "store", "trusted", "\n".join(f"{k}: {v}" for k, v in facts.items()))
+
+
+def step_block(e: ToolCallProposed) -> Block:
+    """A step as code carried it out: the tool and its arguments, never the model's reply or reason."""
+    shown = {k: _shorten(v) for k, v in e.arguments.items()}
+    # Arguments are the model's text and may carry a file's words: they cannot open a tag here.
+    arguments = json.dumps(shown, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
+    step = e.call_id.lstrip("c")
+    return Block(
+        f"step:{e.call_id}", "instruction", "agentd", "trusted",
+        f"Step {step}: you called {e.tool} with {arguments}; its result is result:{e.call_id}.",
+    )
+
+
+def _shorten(value):
+    if isinstance(value, str) and len(value) > STEP_ARGUMENT_CHARS:
+        return f"{value[:STEP_ARGUMENT_CHARS]}... ({len(value)} characters)"
+    return value
+
+
+def tail_blocks(
+    transcript: Transcript,
     summary: TaskSummary | None,
     call_index: int,
     submitted: TaskSubmitted | None,
-    evidence: list[Block],
+    attempt: int = 1,
+    error: str = "",
 ) -> list[Block]:
+    """What a request ends with: why the last reply was refused (on a retry), then the decision asked for."""
     blocks: list[Block] = []
-    if call_index == 1 and submitted is not None:
-        # The user's request is the task's instruction; what they pasted into it is data.
-        blocks += goal_text.blocks(submitted.goal)
-    if summary is not None:
-        facts = submitted.context if submitted is not None else {}
-        blocks.append(Block("task_state", "task_state", "store", "trusted", state_text(summary, call_index, facts)))
-    blocks += evidence
-    blocks.append(
-        Block("decision", "instruction", "agentd", "trusted", decision_text(summary, call_index, submitted))
-    )
+    if attempt > 1:
+        blocks.append(rejection_block(error or "refused", attempt))
+    text = decision_text(summary, call_index, submitted, attempt, trail=trail_text(transcript))
+    blocks.append(Block("decision", "instruction", "agentd", "trusted", text))
     return blocks
 
 
-def state_text(s: TaskSummary, call_index: int, facts: Mapping[str, str] = {}) -> str:
-    return (
-        f"task {s.task_id}, step {call_index} of at most {s.max_steps}, phase {s.phase}, "
-        f"tokens used {s.tokens_used} of {s.max_tokens}"
-        + (f", tests {s.test_status}" if s.test_status else "")
-        + "".join(f"\n{key}: {value}" for key, value in facts.items())
-    )
+def trail_text(t: Transcript) -> str:
+    """The task's artifact trail so far, from the log: which files it read and which it changed.
+
+    Seen on the default model: a task whose edit had succeeded made the same edit again, then wrote
+    the file over, for want of knowing that the change was made. Told here, beside the decision.
+    """
+    parts = []
+    if t.read_paths:
+        parts.append("Files read so far: " + ", ".join(dict.fromkeys(t.read_paths)) + ".")
+    if t.changed_paths:
+        parts.append("Files changed so far: " + ", ".join(dict.fromkeys(t.changed_paths)) + ".")
+    return " ".join(parts)
 
 
-def decision_text(s: TaskSummary | None, call_index: int, submitted: TaskSubmitted | None = None) -> str:
-    # From the second step on, the request is said again next to the newest results: a small model
-    # otherwise loses the question behind a long tool output and repeats its last call (seed 000: keep
-    # the current task and decision close to the evidence they refer to).
-    request = f"The request: {restated(submitted)}\n" if call_index > 1 and submitted is not None else ""
-    if s is not None and call_index >= s.max_steps:
-        return request + "This is the last step allowed: give the final answer now."
-    return request + (
-        "Decide the next step: if the results above answer the request, give the final answer, with the ids "
+def decision_text(
+    s: TaskSummary | None,
+    call_index: int,
+    submitted: TaskSubmitted | None = None,
+    attempt: int = 1,
+    trail: str = "",
+) -> str:
+    # The request is said again next to the newest results: a small model otherwise loses the question
+    # behind a listing or a long tool output and repeats its last call (seed 000: keep the current task
+    # and decision close to the evidence they refer to).
+    state = f"Step {call_index} of at most {s.max_steps}." if s is not None else f"Step {call_index}."
+    if s is not None and s.test_status:
+        state += f" Tests: {s.test_status}."
+    if trail:
+        state += f" {trail}"
+    request = f"\nThe request: {restated(submitted)}" if submitted is not None else ""
+    if (s is not None and call_index >= s.max_steps) or attempt >= LAST_ATTEMPT:
+        return state + request + "\nGive the final answer now, from the results above."
+    return state + request + (
+        "\nDecide the next step: if the results above answer the request, give the final answer, with the ids "
         "of the <data> blocks you used as sources; if not, call one tool."
     )
 
@@ -185,20 +275,44 @@ def notifications_block(e: NotificationsAdmitted) -> Block:
 
 
 def observation_block(e: ToolCallExecuted) -> Block:
-    body = json.dumps({"status": e.status, **e.observation}, sort_keys=True, ensure_ascii=False)
-    return Block(f"result:{e.call_id}", "observation", f"tool:{e.tool}", "untrusted", body)
+    return Block(f"result:{e.call_id}", "observation", f"tool:{e.tool}", "untrusted", observation_text(e))
 
 
-def rejection_block(error: str, attempt: int, submitted: TaskSubmitted | None = None) -> Block:
-    """Why the last reply was refused, and what the retry (`attempt`) may still choose."""
-    if attempt >= LAST_ATTEMPT:
-        then = (
-            f"This is the last try for this step. The request: {restated(submitted)}\n"
-            "Give the final answer from the results above."
-        )
-    else:
-        then = "Choose again: one JSON object, a different action than the one refused."
-    return Block("rejected", "instruction", "agentd", "trusted", f"Your last reply was not carried out: {error}. {then}")
+# Kept in the log and the artifact index, left out of what the model reads: a hash is 64 characters
+# of noise to it, and the tool's name is in the step line above the result.
+_UNSHOWN = frozenset({"tool", "status", "sha256"})
+
+
+def observation_text(e: ToolCallExecuted) -> str:
+    """A result as lines a small model reads easily: `key: value`, a list of records one per line,
+    and multi-line text (a file's content, a command's output) last and as it is, not JSON-escaped
+    (measured: the default model misread escaped content, and counted "\\n" as lines)."""
+    lines = [f"status: {e.status}"]
+    texts: list[tuple[str, str]] = []
+    for key in sorted(e.observation):
+        value = e.observation[key]
+        if key in _UNSHOWN:
+            continue
+        if isinstance(value, str) and "\n" in value:
+            texts.append((key, value))
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            lines.append(f"{key}:")
+            lines += ["- " + ", ".join(f"{k}: {_scalar(v)}" for k, v in item.items() if v is not None) for item in value]
+        else:
+            lines.append(f"{key}: {_scalar(value)}")
+    for key, value in texts:
+        lines += [f"{key}:", value.rstrip("\n")]
+    return "\n".join(lines)
+
+
+def _scalar(value) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def rejection_block(error: str, attempt: int) -> Block:
+    """Why the last reply was refused; the refused reply itself is not shown, lest it be copied again."""
+    then = "" if attempt >= LAST_ATTEMPT else " Choose a different action."
+    return Block("rejected", "instruction", "agentd", "trusted", f"Your last reply was not carried out: {error}.{then}")
 
 
 # A refused proposal is retried with a narrower choice, down to only answering or escalating on the
@@ -230,10 +344,10 @@ def assemble(
     prompt_ref: Callable[[str], str],
     left_out: Sequence[LeftOut] = (),
 ) -> Request:
-    """Lay out prefix + transcript + this decision's tail, measure it, and refuse rather than truncate."""
-    system = Turn("system", tuple(prefix))
-    turns = [system, *transcript.turns, Turn("user", tuple(tail))]
-    messages = tuple(Message(t.role, t.content()) for t in turns)
+    """Lay out the prefix (the system message), then the history and this decision's tail (one user
+    message that only grows at its end but for the tail), measure it, and refuse rather than truncate."""
+    body = [*transcript.entries, *tail]
+    messages = (Message("system", join(list(prefix))), Message("user", join(body)))
     prompt = render(messages)
     total = count(prompt)
     budget = window - max_output - PROTOCOL_OVERHEAD
@@ -243,16 +357,15 @@ def assemble(
             f"(window {window} - output {max_output} - overhead {PROTOCOL_OVERHEAD}); "
             "instructions and task state are never cut, so the task stops here"
         )
-    blocks = [b for t in turns for b in t.blocks]
-    items = tuple(_item(b, count) for b in _in_prompt_order(turns))
+    blocks = (*prefix, *body)
     prefix_text = render(messages[:1])
     manifest = ContextManifest(
         decision=decision,
-        items=items,
+        items=tuple(_item(b, count) for b in blocks),
         total_tokens=total,
         prefix_tokens=count(prefix_text),
         prefix_sha256=hashlib.sha256(prefix_text.encode()).hexdigest(),
-        buckets=buckets(messages, prefix, render, count, total),
+        buckets=buckets(messages, prefix, body, render, count, total),
         window=window,
         max_output=max_output,
         overhead=PROTOCOL_OVERHEAD,
@@ -261,16 +374,7 @@ def assemble(
         prompt_ref=prompt_ref(prompt),
         schema_sha256=hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest(),
     )
-    return Request(messages, prompt, manifest, tuple(blocks))
-
-
-def _in_prompt_order(turns: list[Turn]) -> Iterable[Block]:
-    for t in turns:
-        if t.blocks:
-            yield from t.blocks
-        else:
-            # The model's earlier replies are in the prompt too: untrusted, as anything a model wrote.
-            yield Block("reply", "observation", "model", "untrusted", t.text or "")
+    return Request(messages, prompt, manifest, blocks)
 
 
 def _item(b: Block, count: Callable[[str], int]) -> ManifestItem:
@@ -283,15 +387,16 @@ def _item(b: Block, count: Callable[[str], int]) -> ManifestItem:
 def buckets(
     messages: Sequence[Message],
     prefix: Sequence[Block],
+    body: Sequence[Block],
     render: Callable[[Sequence[Message]], str],
     count: Callable[[str], int],
     total: int,
 ) -> TokenBuckets:
     """Seed 003's four counts and three subtractions, with the model's own template and tokenizer."""
-    without_tools = "\n\n".join(b.render() for b in prefix if b.kind != "tool")
+    without_tools = join([b for b in prefix if b.kind != "tool"])
     system_with_tools = count(render(messages[:1]))
     system_only = count(render([Message("system", without_tools)]))
-    no_results = count(render([m for m in messages if m.role != "tool"]))
+    no_results = count(render([messages[0], Message("user", join([b for b in body if b.kind != "observation"]))]))
     tool_results = total - no_results
     return TokenBuckets(
         system=system_only,
@@ -303,12 +408,18 @@ def buckets(
 
 
 def prefix_break(previous: ContextManifest | None, current: ContextManifest) -> str | None:
-    """The first block of the previous request that this one does not repeat in the same place."""
+    """The first block of the previous request that this one does not repeat in the same place.
+
+    The previous request's tail (its decision, a refusal) is not history: each request has its own.
+    """
     if previous is None:
         return None
-    for old, new in zip(previous.items, current.items):
+    items = list(previous.items)
+    while items and items[-1].block in TAIL_LABELS:
+        items.pop()
+    for old, new in zip(items, current.items):
         if (old.block, old.sha256) != (new.block, new.sha256):
             return old.block
-    if len(current.items) < len(previous.items):
-        return previous.items[len(current.items)].block
+    if len(current.items) < len(items):
+        return items[len(current.items)].block
     return None

@@ -18,9 +18,11 @@ from runtime.blocks import Block
 def output_contract(escalation: bool) -> str:
     return (
         "Reply with exactly one JSON object and nothing else, one of:\n"
-        '{"action": "call_tool", "tool": "<a tool from <tools>>", "arguments": {...}, "reason": "<why>"}\n'
-        '{"action": "final_answer", "answer": "<the answer>", "sources": ["<the id of each <data> block you used>"]}\n'
-        + ('{"action": "escalate", "reason": "<why a person must take over>"}\n' if escalation else "")
+        '{"thought": "<what the results show, and what is left to do>", "action": "call_tool", "tool": "<a tool '
+        'from <tools>>", "arguments": {...}}\n'
+        '{"thought": "...", "action": "final_answer", "answer": "<the answer>", "sources": ["<the id of each <data> '
+        'block you used>"]}\n'
+        + ('{"thought": "...", "action": "escalate", "reason": "<why a person must take over>"}\n' if escalation else "")
         + "Answer as soon as the results above let you. Never invent an argument: if you lack one, ask for it "
         "in the final answer."
         + ("" if escalation else " If the request cannot be done, say why in the final answer.")
@@ -85,7 +87,9 @@ def prefix_blocks(profile: Profile, tool_definitions: list[dict], skills: list[B
 
 def _for_prompt(definition: dict) -> dict:
     """What the model needs of a contract; output schemas and timeouts are for code, and cost tokens."""
-    keep = ("name", "description", "input_schema", "effects", "needs_approval", "errors")
+    # Error codes are left out too: each error comes back with its message when it happens, and listed
+    # up front a small model copied their descriptions into its calls' reasons.
+    keep = ("name", "description", "input_schema", "effects", "needs_approval")
     return {k: definition[k] for k in keep if k in definition and definition[k] not in ({}, [], None)}
 
 
@@ -105,14 +109,16 @@ WORKSPACE = Profile(
         "Shell commands wait for a person to approve them; prefer the file tools.",
     ),
     tool_guidance=(
-        "list_files shows what is there; read_file before answering questions about a file.",
+        "The workspace listing shows the files there are; read_file a file before answering about it or changing it.",
+        "To change a file: edit_file replaces text in it, append_file adds lines at its end, write_file writes a "
+        "whole file (a new one, or all of an old one).",
         "Give the final answer as soon as you can answer; cite the results you used (result:c1, ...) as sources.",
     ),
     # No examples: measured on the shipped eval cases, the default model copied whatever an example
     # held into the user's task, a concrete example's answer ("plan.md mentions the budget: 4,000
     # EUR"), an escalation example's reason, and even a placeholder example's "<the answer ...>".
     # The output contract shows the form of each action.
-    tools=("list_files", "read_artifact", "read_file", "shell", "start_job", "write_file"),
+    tools=("append_file", "edit_file", "list_files", "read_artifact", "read_file", "shell", "start_job", "write_file"),
     # The person is the user who asked: what cannot be done is said in the answer. Measured on the
     # default model, with escalate offered it escalated after the first tool error on most tasks.
     escalation=False,

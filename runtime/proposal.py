@@ -20,12 +20,23 @@ ANSWER_CHARS = 1200
 class _Action(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    # Written first, before the action is chosen: what the results show and what is left to do.
+    # Measured on decision points where the models went wrong, both Qwen models chose the right action
+    # more often when they said this first (0.5B: 3 of 8 against 2; 1.5B: 5 of 8 against 4).
+    thought: str = Field("", max_length=REASON_CHARS)
+
 
 class CallTool(_Action):
     action: Literal["call_tool"]
     tool: str
     arguments: dict[str, Any]
+    # Logs recorded before `thought` carry the call's reason here.
     reason: str = Field("", max_length=REASON_CHARS)
+
+    @property
+    def why(self) -> str:
+        """What a person approving the call is shown as the model's reason."""
+        return self.thought or self.reason
 
 
 class ActivateSkill(_Action):
@@ -71,22 +82,9 @@ def schema(
     """
     options: list[dict] = []
     for name in sorted(tool_arguments):
-        options.append(
-            _object(
-                action={"const": "call_tool"},
-                tool={"const": name},
-                arguments=tool_arguments[name],
-                reason={"type": "string", "maxLength": REASON_CHARS},
-            )
-        )
+        options.append(_object(action={"const": "call_tool"}, tool={"const": name}, arguments=tool_arguments[name]))
     if skills:
-        options.append(
-            _object(
-                action={"const": "activate_skill"},
-                skill={"enum": sorted(skills)},
-                reason={"type": "string", "maxLength": REASON_CHARS},
-            )
-        )
+        options.append(_object(action={"const": "activate_skill"}, skill={"enum": sorted(skills)}))
     if allow_answer:
         options.append(
             _object(
@@ -110,6 +108,7 @@ def _sources(citable: Sequence[str]) -> dict:
 
 
 def _object(**properties: dict) -> dict:
+    properties = {"thought": {"type": "string", "maxLength": REASON_CHARS}, **properties}
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
 
@@ -145,6 +144,7 @@ def validate(
     done_calls: dict[str, str] | None = None,
     active_skills: frozenset[str] | set[str] = frozenset(),
     escalation: bool = True,
+    paths: dict[str, tuple[str, ...]] | None = None,
 ) -> Action:
     """Check the proposal against trusted state; arguments are checked by the tool's own contract.
 
@@ -162,6 +162,13 @@ def validate(
             f"{action.tool} was already called with exactly these arguments (call {earlier}); its result is "
             "above. Use it, try different arguments, or answer"
         )
+    if isinstance(action, CallTool) and paths and action.tool in paths:
+        path = action.arguments.get("path")
+        if path not in paths[action.tool]:
+            raise Rejected(
+                f"{action.tool} cannot take {path!r} now: it is not a path the workspace listing shows, or its "
+                f"content is above already; it can take: {', '.join(paths[action.tool])}"
+            )
     if isinstance(action, ActivateSkill) and action.skill in active_skills:
         raise Rejected(f"the skill {action.skill!r} is already active: its instructions are above; follow them")
     if isinstance(action, ActivateSkill) and action.skill not in skills:

@@ -13,6 +13,7 @@ import pytest
 from runtime import logs
 from runtime.agent import Runtime, run_task
 from runtime.artifacts import ArtifactStore
+from runtime.context import TAIL_LABELS
 from runtime.inference import LocalModel
 from runtime.model_file import smoke_model_path
 from runtime.plugins import load
@@ -121,7 +122,7 @@ def test_every_model_call_records_a_manifest_and_the_exact_prompt(store, model, 
         assert b.system + b.tool_definitions + b.tool_results + b.conversation == b.total == m.total_tokens
         assert m.budget == m.window - m.max_output - m.overhead
         trust = {i.block: i.trust for i in m.items}
-        assert trust["role"] == trust["policy"] == trust["task_state"] == "trusted"
+        assert trust["role"] == trust["policy"] == trust["decision"] == "trusted"
         assert trust["request"] == "trusted"  # the user's request is the instruction, not data
         assert [i.block for i in m.items if i.kind == "tool"] == sorted(i.block for i in m.items if i.kind == "tool")
         # The stable prefix holds nothing that changes per call.
@@ -134,8 +135,10 @@ def test_the_next_call_of_a_task_reuses_the_previous_prompt_from_the_kv_cache(st
     task_id = submit(store, workspace)
     run(rt, task_id, max_decisions=2)
     first, second = events(store, task_id, ModelCalled)[:2]
-    assert second.cached_tokens >= first.prompt_tokens
-    assert second.evaluated_tokens < second.prompt_tokens - first.prompt_tokens + 64
+    # Everything but the first request's tail (its decision block), which each request has its own of.
+    tail = sum(i.tokens for i in first.manifest.items if i.block in TAIL_LABELS)
+    assert second.cached_tokens >= first.prompt_tokens - tail - 8
+    assert second.evaluated_tokens < second.prompt_tokens - first.prompt_tokens + tail + 64
     assert second.prefix_break is None
 
 
@@ -183,7 +186,8 @@ def test_invalid_json_despite_the_grammar_is_retried_narrower_then_fails_the_tas
     assert all("not JSON" in r.error for r in rejected)
     # Each retry saw why the reply before it was refused; the last one was told to answer.
     assert "not JSON" in rt.model.prompts[1].rsplit("<|im_start|>user", 1)[1]
-    assert "last try for this step" in rt.model.prompts[2].rsplit("<|im_start|>user", 1)[1]
+    last = rt.model.prompts[2].rsplit("<decision>", 1)[1]
+    assert "Give the final answer now" in last and "not JSON" in rt.model.prompts[2].rsplit("<rejected>", 1)[1]
     assert "refused 3 times" in events(store, task_id, TaskPhaseChanged)[-1].reason
 
 
@@ -198,14 +202,14 @@ def test_an_unknown_tool_is_refused_with_the_names_of_the_real_ones(store, model
 
 
 def test_wrong_argument_types_are_not_executed_and_missing_ones_not_guessed(store, model, workspace, tmp_path) -> None:
-    rt = scripted(store, model, tmp_path, [call("read_file", path=7), call("write_file", path="x.txt"),
-                                           answer("could not do it")])
+    rt = scripted(store, model, tmp_path, [call("write_file", path="y.txt", content=7),
+                                           call("write_file", path="x.txt"), answer("could not do it")])
     task_id = submit(store, workspace, allowed_effects=EVERYTHING)
     run(rt, task_id)
     results = events(store, task_id, ToolCallExecuted)
     assert [r.status for r in results] == ["invalid_arguments", "invalid_arguments"]
     assert "content" in json.dumps(results[1].observation)
-    assert not (workspace / "x.txt").exists()
+    assert not (workspace / "x.txt").exists() and not (workspace / "y.txt").exists()
     assert events(store, task_id, ArtifactRead) == []
 
 

@@ -110,8 +110,9 @@ def test_the_grammar_lets_an_answer_cite_only_the_ids_of_the_data_shown(store, m
     task_id = submit(store, workspace, "When is the release? See notes.txt.")
     assert run(rt, task_id) == "completed"
     first, second = (options(s)["final_answer"]["sources"] for s in rt.model.schemas)
-    assert first == {"type": "array", "maxItems": 0}, "nothing was shown yet, so nothing can be cited"
-    assert second["items"]["enum"] == ["result:c1", "notes.txt"]
+    # Only the workspace listing was shown before the first call.
+    assert first["items"]["enum"] == ["workspace"]
+    assert second["items"]["enum"] == ["workspace", "result:c1", "notes.txt"]
     prompt = rt.model.prompts[1]
     assert '<data id="result:c1"' in prompt
 
@@ -148,21 +149,66 @@ def test_after_a_refused_answer_a_repeated_call_is_not_the_end_of_the_task(store
     assert [r.attempt for r in events(store, task_id, ProposalRejected)] == [1, 2]
     # The last try of the step could only answer, and was told so.
     assert set(options(rt.model.schemas[-1])) == {"final_answer"}, "the workspace profile has no escalation"
-    assert "last try for this step" in rt.model.prompts[-1].rsplit("<|im_start|>user", 1)[1]
+    assert "Give the final answer now" in rt.model.prompts[-1].rsplit("<decision>", 1)[1]
 
 
 def test_a_refused_tool_is_not_offered_on_the_retry(store, model, workspace, tmp_path) -> None:
     rt = runtime(store, model, tmp_path, [
-        call("list_files", path="."),
-        call("list_files", path="."),
+        call("read_log", path="notes.txt"),
         call("read_file", path="notes.txt"),
-        answer("March 3", "result:c2"),
+        answer("March 3", "result:c1"),
     ])
     task_id = submit(store, workspace, "When is the release?")
     assert run(rt, task_id) == "completed"
+    assert "no tool 'read_log'" in events(store, task_id, ProposalRejected)[0].error
+    assert "call_tool:read_file" in options(rt.model.schemas[1])
+    assert [e.tool for e in events(store, task_id, ToolCallExecuted)] == ["read_file"]
+
+
+def test_after_reading_again_what_it_has_the_retry_offers_changing_and_answering_not_reading(
+    store, model, workspace, tmp_path
+) -> None:
+    """Seen on the default model: the same read_file again and again after the file's content was in
+    the request, where the task needed an edit or an answer."""
+    rt = runtime(store, model, tmp_path, [
+        call("read_file", path="notes.txt"),
+        call("read_file", path="notes.txt"),
+        call("edit_file", path="notes.txt", old="March 3", new="March 4"),
+        answer("Moved to March 4.", "result:c2"),
+    ])
+    task_id = submit(store, workspace, "Move the release to March 4 in notes.txt.", allowed_effects=("read", "write"))
+    assert run(rt, task_id) == "completed"
     retry = options(rt.model.schemas[2])
-    assert "call_tool:list_files" not in retry and "call_tool:read_file" in retry
-    assert [e.tool for e in events(store, task_id, ToolCallExecuted)] == ["list_files", "read_file"]
+    assert {"call_tool:edit_file", "call_tool:write_file", "final_answer"} <= set(retry)
+    assert not {"call_tool:read_file", "call_tool:list_files"} & set(retry)
+    assert "March 4" in (workspace / "notes.txt").read_text()
+
+
+def test_after_making_a_change_again_the_retry_offers_looking_and_answering_not_changing(
+    store, model, workspace, tmp_path
+) -> None:
+    """Seen on the default model: an edit that had succeeded, asked for again, then the file written over."""
+    rt = runtime(store, model, tmp_path, [
+        call("edit_file", path="notes.txt", old="March 3", new="March 4"),
+        call("edit_file", path="notes.txt", old="March 3", new="March 4"),
+        answer("Moved to March 4.", "result:c1"),
+    ])
+    task_id = submit(store, workspace, "Move the release to March 4 in notes.txt.", allowed_effects=("read", "write"))
+    assert run(rt, task_id) == "completed"
+    retry = options(rt.model.schemas[2])
+    assert "final_answer" in retry and "call_tool:read_file" in retry
+    assert not {"call_tool:edit_file", "call_tool:write_file", "call_tool:append_file"} & set(retry)
+
+
+def test_in_a_read_only_task_reading_again_leaves_the_answer(store, model, workspace, tmp_path) -> None:
+    rt = runtime(store, model, tmp_path, [
+        call("read_file", path="notes.txt"),
+        call("read_file", path="notes.txt"),
+        answer("March 3", "result:c1"),
+    ])
+    task_id = submit(store, workspace, "When is the release?")
+    assert run(rt, task_id) == "completed"
+    assert set(options(rt.model.schemas[2])) == {"final_answer"}
 
 
 # -- 3. the user's request is the instruction --------------------------------------------------------
@@ -200,12 +246,15 @@ def test_quoted_lines_and_fences_become_data_blocks_in_order() -> None:
     assert "<|im_end|>" not in blocks[0].text and "thanks" in blocks[0].text
 
 
-def test_trusted_context_about_the_caller_is_shown_as_task_state(store, model, workspace, tmp_path) -> None:
+def test_trusted_context_about_the_caller_is_shown_as_trusted_facts_after_the_request(
+    store, model, workspace, tmp_path
+) -> None:
     rt = runtime(store, model, tmp_path, [answer("ok")])
     task_id = submit(store, workspace, "Which plan am I on?", context={"plan": "pro", "account_id": "A-123"})
     run(rt, task_id)
-    state = rt.model.prompts[0].split("<task_state>", 1)[1].split("</task_state>", 1)[0]
-    assert "account_id: A-123\nplan: pro" in state
+    after_request = rt.model.prompts[0].split("</request>", 1)[1]
+    facts = after_request.split("<facts>", 1)[1].split("</facts>", 1)[0]
+    assert "account_id: A-123\nplan: pro" in facts
 
 
 # -- 4. nothing in the prefix that a model copies into the user's case ------------------------------
@@ -225,13 +274,14 @@ def test_the_shipped_profiles_carry_no_examples_to_copy_and_the_contract_shows_e
         assert ('"action": "escalate"' in contract) == profile.escalation
 
 
-def test_from_the_second_step_the_request_is_said_again_beside_the_results(store, model, workspace, tmp_path) -> None:
+def test_every_decision_says_the_request_again_beside_the_newest_results(store, model, workspace, tmp_path) -> None:
+    """Measured on the default model: at step 1 with the workspace listing between the request and the
+    decision, its first call went to an unrelated file unless the request was said again at the end."""
     rt = runtime(store, model, tmp_path, [call("read_file", path="notes.txt"), answer("March 3", "result:c1")])
     task_id = submit(store, workspace, "When is the release?\n```\nignore this pasted part\n```")
     assert run(rt, task_id) == "completed"
-    first, second = (p.rsplit("<decision>", 1)[1] for p in rt.model.prompts)
-    assert "The request:" not in first, "at step 1 the request is right above"
-    assert "The request: When is the release?" in second and "ignore this pasted part" not in second
+    for decision in (p.rsplit("<decision>", 1)[1] for p in rt.model.prompts):
+        assert "The request: When is the release?" in decision and "ignore this pasted part" not in decision
 
 
 # -- 5. only the tools usable at this step ---------------------------------------------------------

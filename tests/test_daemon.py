@@ -58,6 +58,11 @@ def test_serve_runs_a_submitted_task_to_its_end_and_exits_cleanly_on_sigterm(age
     assert "web page:" in out
 
 
+# A step that keeps a scripted task busy: a new file each time, which neither the watcher (the task's own
+# write) nor the task's known paths (write_file names any path) make anything of.
+FILLER = {"action": "call_tool", "tool": "write_file", "arguments": {"path": "scratch-{n}.txt", "content": "x"}}
+
+
 @contextlib.contextmanager
 def serving(
     agentd, tmp_path: Path, replies: list, submit: tuple[str, ...] = (), extra_env: dict[str, str] | None = None
@@ -96,11 +101,8 @@ def test_a_file_the_task_read_changes_on_disk_and_its_next_request_hears_of_it(a
     notes = tmp_path / "ws" / "notes.txt"
     notes.parent.mkdir()
     notes.write_text("The release is planned for March 3.\n")
-    replies = [
-        {"action": "call_tool", "tool": "read_file", "arguments": {"path": "notes.txt"}, "reason": "r"},
-        {"action": "call_tool", "tool": "list_files", "arguments": {"path": "missing-{n}"}, "reason": "r"},
-    ]
-    with serving(agentd, tmp_path, replies, ("--max-steps", "8", "Watch notes.txt")) as (env, task_id):
+    replies = [{"action": "call_tool", "tool": "read_file", "arguments": {"path": "notes.txt"}, "reason": "r"}, *[FILLER] * 7]
+    with serving(agentd, tmp_path, replies, ("--max-steps", "8", "--allow", "write", "Watch notes.txt")) as (env, task_id):
         read = wait_until(lambda: any(a["operation"] == "read" for a in show(agentd, task_id, env)["artifacts"]))
         assert read, "the task never read notes.txt"
         notes.write_text("The release moved to April 14.\n")
@@ -114,9 +116,9 @@ def test_a_file_the_task_read_changes_on_disk_and_its_next_request_hears_of_it(a
 def test_an_approved_background_job_reports_its_end_to_the_task_that_started_it(agentd, tmp_path: Path) -> None:
     replies = [
         {"action": "call_tool", "tool": "start_job", "arguments": {"command": "sleep 1; echo built"}, "reason": "r"},
-        {"action": "call_tool", "tool": "list_files", "arguments": {"path": "missing-{n}"}, "reason": "r"},
+        FILLER,
     ]
-    submit = ("--max-steps", "8", "--allow", "external", "Build it in the background")
+    submit = ("--max-steps", "8", "--allow", "external", "--allow", "write", "Build it in the background")
     with serving(agentd, tmp_path, replies, submit) as (env, task_id):
         pending = wait_until(lambda: approvals(agentd, env))
         assert pending and pending[0]["tool"] == "start_job", "start_job never asked for approval"
@@ -153,8 +155,8 @@ def test_skills_added_changed_and_removed_while_the_daemon_runs_are_announced_an
 ) -> None:
     skills = tmp_path / "skills"
     write_skill(skills / "alpha", "Does alpha things. Use for alpha.")
-    replies = [{"action": "call_tool", "tool": "list_files", "arguments": {"path": "missing-{n}"}, "reason": "r"}]
-    submit = ("--max-steps", "30", "Look around")
+    replies = [FILLER]
+    submit = ("--max-steps", "30", "--allow", "write", "Look around")
     with serving(agentd, tmp_path, replies, submit, {"AGENTD_SKILLS_DIRS": str(skills)}) as (env, task_id):
         assert wait_until(lambda: show(agentd, task_id, env)["actions"]), "the first task never ran"
         write_skill(skills / "beta", "Does beta things. Use for beta.")

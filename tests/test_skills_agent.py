@@ -330,7 +330,7 @@ def test_a_task_that_used_a_skill_reruns_on_its_recorded_outputs_without_a_diffe
 
 
 def test_changes_made_while_agentd_was_down_are_told_at_start_once(store, model, tmp_path, workspace, skills) -> None:
-    rt = runtime(store, model, tmp_path, [call("list_files", path="."), call("list_files", path="ws")],
+    rt = runtime(store, model, tmp_path, [call("list_files", path="."), call("list_files", path=".")],
                  roots=[skills])
     changed_under = submit(store, workspace, profile="skilled")
     run(rt, changed_under, max_decisions=1)

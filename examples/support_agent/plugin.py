@@ -220,6 +220,10 @@ PROFILE = Profile(
         "Never print an API key value.",
         "Key rotation and deletion need a separate, authorized request: rotate_api_key waits for a person.",
         "Only the customer's own accounts. If they gave no account id, ask for it.",
+        # Measured on the default model: with escalation offered and nothing said of when, it escalated a
+        # revoked key it had diagnosed right, its diagnosis as the reason, in most support runs.
+        "Answer what the runbook and the account state let you answer, a revoked or expired key included; "
+        "escalate only what you cannot.",
     ),
     tool_guidance=(
         "Call check_api_key_status before you explain a key error.",

@@ -1,0 +1,148 @@
+"""What a task is shown of its workspace and its own steps: the survey, the paths the grammar offers,
+the trail of files read and changed, results as lines, and its replies not shown back to it.
+Replies are scripted; prompts and grammars are the real ones, rendered with the real small model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from runtime.plugins import load
+from runtime.tools import Effect, Tool, ToolContract
+from store.events import ToolCallExecuted, WorkspaceSurveyed
+from tests.test_agent_framing import answer, call, events, options, run, runtime, submit, workspace  # noqa: F401
+
+WRITE = ("read", "write")
+
+
+def path_schema(schema: dict, tool: str) -> dict:
+    return options(schema)[f"call_tool:{tool}"]["arguments"]["properties"]["path"]
+
+
+def test_the_first_request_shows_the_workspace_layout_before_the_request(store, model, workspace, tmp_path) -> None:
+    (workspace / "docs").mkdir()
+    (workspace / "docs" / "guide.md").write_text("# Guide\n")
+    rt = runtime(store, model, tmp_path, [call("read_file", path="notes.txt"), answer("March 3", "result:c1")])
+    task_id = submit(store, workspace, "When is the release?")
+    assert run(rt, task_id) == "completed"
+    [surveyed] = events(store, task_id, WorkspaceSurveyed)
+    assert surveyed.complete and set(surveyed.entries) == {"README.md", "data.csv", "docs/", "docs/guide.md", "notes.txt"}
+    first = rt.model.prompts[0].split("<|im_start|>user", 1)[1]
+    listing = first.split('<data id="workspace" source="workspace" trust="untrusted">\n', 1)[1].split("\n</data>")[0]
+    assert listing.splitlines() == ["README.md", "data.csv", "docs/", "docs/guide.md", "notes.txt"]
+    assert first.index('<data id="workspace"') < first.index("<request>"), "listed first, the request nearer the end"
+    assert rt.model.prompts[1].count('<data id="workspace"') == 1, "listed once, at the start, not again"
+
+
+def test_read_file_is_offered_only_the_files_the_task_has_not_read(store, model, workspace, tmp_path) -> None:
+    rt = runtime(store, model, tmp_path, [
+        call("read_file", path="notes.txt"), call("read_file", path="README.md"), answer("March 3", "result:c1"),
+    ])
+    task_id = submit(store, workspace, "When is the release?")
+    assert run(rt, task_id) == "completed"
+    first, second, third = (path_schema(s, "read_file") if "call_tool:read_file" in options(s) else None
+                            for s in rt.model.schemas)
+    assert first["enum"] == ["README.md", "data.csv", "notes.txt"]
+    assert second["enum"] == ["README.md", "data.csv"], "notes.txt is in the request already"
+    assert third["enum"] == ["data.csv"]
+
+
+def test_a_guessed_path_is_refused_with_the_paths_there_are(store, model, workspace, tmp_path) -> None:
+    """What a model behind an endpoint that ignores the grammar could send."""
+    rt = runtime(store, model, tmp_path, [call("read_file", path="README"), answer("no readme", "workspace")])
+    task_id = submit(store, workspace, "What is in the readme?")
+    run(rt, task_id)
+    assert events(store, task_id, ToolCallExecuted) == []
+    rejected = rt.model.prompts[1].rsplit("<rejected>", 1)[1]
+    assert "'README'" in rejected and "README.md, data.csv, notes.txt" in rejected
+
+
+def test_a_file_the_task_wrote_can_be_read_and_edited(store, model, workspace, tmp_path) -> None:
+    rt = runtime(store, model, tmp_path, [
+        call("write_file", path="new.txt", content="one\n"),
+        call("edit_file", path="new.txt", old="one", new="two"),
+        call("read_file", path="new.txt"),
+        answer("two", "result:c3"),
+    ], )
+    task_id = submit(store, workspace, "Make new.txt say two.", allowed_effects=WRITE)
+    assert run(rt, task_id) == "completed"
+    assert "new.txt" in path_schema(rt.model.schemas[1], "edit_file")["enum"]
+    assert "new.txt" in path_schema(rt.model.schemas[2], "read_file")["enum"]
+    assert (workspace / "new.txt").read_text() == "two\n"
+
+
+class NoArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Done(BaseModel):
+    done: bool
+
+
+class Generate(Tool[NoArgs, Done]):
+    """A tool with external effects that writes a file the log never names, as a build or a script might."""
+
+    contract = ToolContract(
+        name="generate", description="Generate the report files.", input_model=NoArgs, output_model=Done,
+        effects=(Effect.EXTERNAL,), idempotent=True, scope="workspace", timeout_s=5,
+    )
+
+    def run(self, ctx, args: NoArgs) -> Done:
+        (ctx.workspace / "report.txt").write_text("made\n")
+        return Done(done=True)
+
+
+def test_after_a_call_with_external_effects_paths_are_free_again(store, model, workspace, tmp_path) -> None:
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text(
+        "from tests.test_workspace_framing import Generate\n"
+        "from runtime.profiles import WORKSPACE\n"
+        "def register(tools, profiles):\n"
+        "    tools.register(Generate())\n"
+        "    profiles['gen'] = WORKSPACE.model_copy(update={'name': 'gen', 'tools': (*WORKSPACE.tools, 'generate')})\n"
+    )
+    rt = runtime(store, model, tmp_path, [call("generate"), call("read_file", path="report.txt"), answer("made", "result:c2")],
+                 plugins=[plugin])
+    task_id = submit(store, workspace, "Generate the report and tell me what it says.", profile="gen",
+                     allowed_effects=("read", "external"))
+    assert run(rt, task_id) == "completed"
+    assert "enum" in path_schema(rt.model.schemas[0], "read_file")
+    assert path_schema(rt.model.schemas[1], "read_file").get("enum") is None, "report.txt is named nowhere in the log"
+    assert [e.status for e in events(store, task_id, ToolCallExecuted)] == ["ok", "ok"]
+
+
+def test_the_decision_names_the_files_read_and_changed_so_far(store, model, workspace, tmp_path) -> None:
+    rt = runtime(store, model, tmp_path, [
+        call("read_file", path="notes.txt"),
+        call("edit_file", path="notes.txt", old="March 3", new="March 4"),
+        answer("Moved.", "result:c2"),
+    ])
+    task_id = submit(store, workspace, "Move the release to March 4.", allowed_effects=WRITE)
+    assert run(rt, task_id) == "completed"
+    first, second, third = (p.rsplit("<decision>", 1)[1] for p in rt.model.prompts)
+    assert "Files read" not in first and "Files changed" not in first
+    assert "Files read so far: notes.txt." in second and "Files changed" not in second
+    assert "Files changed so far: notes.txt." in third
+
+
+def test_results_are_lines_with_a_files_content_as_it_is_and_no_hashes(store, model, workspace, tmp_path) -> None:
+    (workspace / "notes.txt").write_text('Release: "March 3".\nOwner: Ana\n')
+    rt = runtime(store, model, tmp_path, [call("read_file", path="notes.txt"), answer("March 3", "result:c1")])
+    task_id = submit(store, workspace, "When is the release?")
+    run(rt, task_id)
+    result = rt.model.prompts[1].split('<data id="result:c1" source="tool:read_file" trust="untrusted">\n', 1)[1]
+    result = result.split("\n</data>", 1)[0]
+    assert result == 'status: ok\nlines: 2\npath: notes.txt\nsize: 31\ncontent:\nRelease: "March 3".\nOwner: Ana'
+
+
+def test_the_models_own_replies_are_not_shown_back_to_it(store, model, workspace, tmp_path) -> None:
+    """Measured on the default model: shown its last reply, it wrote it again word for word, reason and all."""
+    reply = {**call("read_file", path="notes.txt"), "thought": "a distinctive thought xyzzy"}
+    rt = runtime(store, model, tmp_path, [reply, answer("March 3", "result:c1")])
+    task_id = submit(store, workspace, "When is the release?")
+    run(rt, task_id)
+    second = rt.model.prompts[1]
+    assert "xyzzy" not in second and '"action"' not in second.split("<|im_start|>user", 1)[1]
+    assert 'Step 1: you called read_file with {"path": "notes.txt"}; its result is result:c1.' in second
+    assert second.count("<|im_start|>") == 3, "system, one user message, the assistant's turn to come"
