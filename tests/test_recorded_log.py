@@ -1,0 +1,51 @@
+"""A log recorded by an earlier agentd (tests/fixtures/recorded-log.jsonl) still imports, folds and
+re-runs with no divergence: a restructuring that changes no behaviour must keep it so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "recorded-log.jsonl"
+TASK = "t-1"
+
+
+def env(tmp_path: Path) -> dict[str, str]:
+    # The log was recorded on the smoke model; a re-run renders and counts with the same one.
+    return {"AGENTD_DATA_DIR": str(tmp_path / "data"), "AGENTD_MODEL": "smollm2-135m",
+            "AGENTD_SKILLS_DIRS": str(tmp_path / "no-skills")}
+
+
+def imported(agentd, tmp_path: Path) -> dict[str, str]:
+    e = env(tmp_path)
+    done = agentd("events", "import", str(FIXTURE), env=e)
+    assert done.returncode == 0, done.stderr
+    return e
+
+
+def test_the_recorded_log_folds_into_projections_that_match_a_rebuild(agentd, tmp_path: Path) -> None:
+    e = imported(agentd, tmp_path)
+    replay = agentd("replay", env=e)
+    assert replay.returncode == 0, replay.stderr
+    shown = json.loads(agentd("task", "show", TASK, "--json", env=e).stdout)
+    assert shown["summary"]["phase"] == "completed"
+    assert [(a["tool"], a["status"]) for a in shown["actions"]] == [
+        ("read_file", "ok"), ("edit_file", "ok"), ("shell", "ok"),
+    ]
+    assert [a["status"] for a in shown["approvals"]] == ["granted"]
+
+
+def test_the_recorded_task_as_of_its_approval_request_is_waiting(agentd, tmp_path: Path) -> None:
+    e = imported(agentd, tmp_path)
+    seq = next(json.loads(line)["seq"] for line in FIXTURE.read_text().splitlines()
+               if json.loads(line)["type"] == "ApprovalRequested")
+    shown = json.loads(agentd("task", "show", TASK, "--at", str(seq + 1), "--json", env=e).stdout)
+    assert shown["summary"]["phase"] == "awaiting_approval"
+    assert [a["status"] for a in shown["approvals"]] == ["pending"]
+
+
+def test_the_recorded_task_reruns_on_its_outputs_with_no_divergence(agentd, tmp_path: Path) -> None:
+    e = imported(agentd, tmp_path)
+    rerun = agentd("replay", "--task", TASK, "--recorded", env=e, timeout=120)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "every manifest and outcome matches" in rerun.stdout
