@@ -46,12 +46,12 @@ import anyio  # noqa: E402
 
 from agent_workload import PAGES, NextPage, ScriptedReplies, goal, stamped, timed_assembly  # noqa: E402
 from runtime import logs  # noqa: E402
-from runtime.agent import Runtime, run_task  # noqa: E402
+from runtime.agent.loop import Runtime, run_task
 from runtime.artifacts import ArtifactStore  # noqa: E402
-from runtime.inference import LocalModel  # noqa: E402
-from runtime.model_file import resolve_model  # noqa: E402
-from runtime.plugins import load  # noqa: E402
-from runtime.tasks import submit_task  # noqa: E402
+from runtime.inference.local import LocalModel
+from runtime.inference.model_file import resolve_model
+from runtime.agent.plugins import load
+from runtime.harness.tasks import submit_task
 from store import NO_STREAM, EventStore  # noqa: E402
 from store.events import ModelCalled, ProposalRejected  # noqa: E402
 

@@ -18,9 +18,10 @@ from typing import Any, Iterator, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-import runtime.agent
-from runtime.inference import Completion, LocalModel, Message
-from runtime.profiles import Profile
+import runtime.agent.loop
+from runtime.inference.model import Completion, Message
+from runtime.inference.local import LocalModel
+from runtime.agent.profiles import Profile
 from runtime.tools import Tool, ToolContract
 
 TOOL = "next_page"
@@ -163,7 +164,7 @@ def timed_assembly() -> Iterator[list[Assembly]]:
     `runtime.agent` looks `build_request` up in its module when a decision is taken, so a wrapper put
     there for the duration of the block sees exactly the calls the loop makes, with their arguments.
     """
-    original = runtime.agent.build_request
+    original = runtime.agent.loop.build_request
     timings: list[Assembly] = []
 
     def timed(rt, trusted, records, call_index, *args, **kwargs):
@@ -172,8 +173,8 @@ def timed_assembly() -> Iterator[list[Assembly]]:
         timings.append(Assembly(trusted.task_id, call_index, time.perf_counter() - started))
         return result
 
-    runtime.agent.build_request = timed
+    runtime.agent.loop.build_request = timed
     try:
         yield timings
     finally:
-        runtime.agent.build_request = original
+        runtime.agent.loop.build_request = original

@@ -45,8 +45,8 @@ import anyio  # noqa: E402
 
 from notifications import queue  # noqa: E402
 from notifications.watcher import WorkspaceWatcher  # noqa: E402
-from runtime import context  # noqa: E402
-from runtime.tasks import submit_task  # noqa: E402
+from runtime.agent import context
+from runtime.harness.tasks import submit_task
 from store import EventStore  # noqa: E402
 from store.events import NOTIFICATIONS_STREAM, ArtifactRead, NotificationsAdmitted  # noqa: E402
 
@@ -173,8 +173,8 @@ def token_counter(enabled: bool) -> tuple[Callable[[str], int] | None, str | Non
     if not enabled:
         return None, None
     try:
-        from runtime.inference import LocalModel
-        from runtime.model_file import smoke_model_path
+        from runtime.inference.local import LocalModel
+        from runtime.inference.model_file import smoke_model_path
 
         model = LocalModel(smoke_model_path(), kv_cache_bytes=0)
     except Exception as e:  # the model is optional here: the timings stand without it

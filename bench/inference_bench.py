@@ -37,9 +37,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from runtime.inference import LocalModel, Message  # noqa: E402
-from runtime.kv_cache import capture, restore  # noqa: E402
-from runtime.model_file import resolve_model  # noqa: E402
+from runtime.inference.local import LocalModel
+from runtime.inference.model import Message
+from runtime.inference.kv_cache import capture, restore
+from runtime.inference.model_file import resolve_model
 
 
 def long_conversation(model: LocalModel, tokens: int) -> list[Message]:
@@ -147,7 +148,7 @@ def main() -> None:
     if args.child:
         generation_child(args)
         return
-    # The wait-policy children run with the threads agentd would use (runtime/host.py).
+    # The wait-policy children run with the threads agentd would use (runtime/daemon/wiring.py).
     policy_threads = args.threads or min(4, os.cpu_count() or 1)
     if args.wait_policy_only:
         wait_policy(args, policy_threads)

@@ -48,10 +48,10 @@ from provenance import git, save, version  # noqa: E402
 import httpx  # noqa: E402
 
 from notifications import queue  # noqa: E402
-from runtime import approvals as deciding  # noqa: E402
-from runtime.agent import arguments_hash  # noqa: E402
-from runtime.profiles import WORKSPACE  # noqa: E402
-from runtime.tasks import submit_task  # noqa: E402
+from runtime.harness import approvals as deciding
+from runtime.agent.loop import arguments_hash
+from runtime.agent.profiles import WORKSPACE
+from runtime.harness.tasks import submit_task
 from store import NO_STREAM, EventStore  # noqa: E402
 from store.events import (  # noqa: E402
     AnswerGiven,

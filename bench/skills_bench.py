@@ -48,10 +48,12 @@ from provenance import git, save, version  # noqa: E402
 
 import yaml  # noqa: E402
 
-from runtime import activation, catalog  # noqa: E402
+from runtime.skills import activation, catalog
+from runtime.agent.context import skill_block
+from runtime.agent.profiles import catalog_block, catalog_counter
 from runtime.config import Settings  # noqa: E402
-from runtime.inference import LocalModel  # noqa: E402
-from runtime.model_file import smoke_model_path  # noqa: E402
+from runtime.inference.local import LocalModel
+from runtime.inference.model_file import smoke_model_path
 from store.events import SkillActivated  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -335,21 +337,21 @@ def per_request(root: Path, names: list[str], budget: int, count: Callable[[str]
     installed = workdir / f"installed-{len(names)}"
     for name in names:
         shutil.copytree(found.skills[name].folder, installed / name)
-    pinned = activation.pin([installed], budget, count)
-    (catalog_block,) = activation.catalog_block(pinned)
+    pinned = activation.pin([installed], budget, catalog_counter(count))
+    (catalog_block,) = catalog_block(pinned)
     catalog_tokens = count(catalog_block.render())
 
     bodies = {}
     for name in names:
         s = found.skills[name]
         event = SkillActivated(call_index=1, name=name, content_hash=s.content_hash, folder=str(s.folder), body=s.body)
-        bodies[name] = count(activation.skill_block(event).render())
+        bodies[name] = count(skill_block(event).render())
     # The skill a model would activate: the median body among those the catalog shows.
     shown = sorted((bodies[e.name], e.name) for e in pinned.entries)
     _, chosen = shown[len(shown) // 2]
     activated = activation.activate(pinned, chosen, call_index=1)
     assert isinstance(activated, SkillActivated), activated
-    body_tokens = count(activation.skill_block(activated).render())
+    body_tokens = count(skill_block(activated).render())
 
     full = catalog.render(catalog.entries(catalog.discover([installed]), sys.maxsize, count))
     progressive = catalog_tokens + body_tokens

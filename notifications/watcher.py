@@ -15,6 +15,7 @@ from typing import Callable, NamedTuple, Sequence
 import anyio
 from anyio import from_thread, lowlevel, to_thread
 from anyio.abc import TaskStatus
+import structlog
 from watchdog.events import (
     DirDeletedEvent,
     FileAttribEvent,
@@ -30,12 +31,12 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from notifications.queue import enqueue_async, new_notification
-from runtime import logs
 from store import EventStore
 from store.events import NotificationEnqueued, TaskPhase
 from store.state import Artifact, TaskSummary
 
-log = logs.get_logger("agentd.watcher")
+# structlog itself: runtime configures it, and notifications sits below runtime.
+log = structlog.stdlib.get_logger("agentd.watcher")
 
 MAX_DELAY_S = 2.0
 """A burst that never goes quiet is still described this long after its first event."""

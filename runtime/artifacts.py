@@ -9,7 +9,8 @@ import re
 import tempfile
 from pathlib import Path
 
-from store.errors import NotFound, StoreError
+from runtime.errors import NotFound
+from store.errors import StoreError
 
 REF_PREFIX = "artifact://sha256/"
 # fullmatch on a closed alphabet: a ref can never carry "/", "..", or a NUL into a file path.

@@ -10,7 +10,7 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from store.errors import ConfigError
+from runtime.errors import ConfigError
 
 ENV_PREFIX = "AGENTD_"
 CONFIG_ENV = "AGENTD_CONFIG"

@@ -1,4 +1,8 @@
-"""The exception tree of agentd: one root, a few branches, each message fit for one line."""
+"""The root of agentd's exception tree, and the errors of the event store.
+
+Every error agentd raises on purpose derives from AgentdError, whatever layer raises it; the
+runtime's own errors live in runtime/errors.py. Each message is fit for one line.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +13,6 @@ class AgentdError(Exception):
     exit_code = 1
 
 
-class ConfigError(AgentdError):
-    """A setting is missing or has a value agentd cannot use."""
-
-    exit_code = 2
-
-
-class ModelFileError(AgentdError):
-    """The model file is missing, unreadable or not a GGUF file."""
 
 
 class StoreError(AgentdError):
@@ -69,31 +65,3 @@ class InvalidEvent(StoreError):
 
 class ProjectionMismatch(StoreError):
     """A projection rebuilt from the log differs from the live one."""
-
-
-class InstanceLocked(AgentdError):
-    """Another agentd already serves this data directory."""
-
-
-class NotFound(AgentdError):
-    """A task, event or approval named on the command line does not exist."""
-
-
-class InvalidCommand(AgentdError):
-    """A command is not allowed in the current state (for example, cancelling a finished task)."""
-
-
-class InferenceError(AgentdError):
-    """The model could not produce an answer (it failed, or the endpoint did not respond)."""
-
-
-class ContextOverflow(AgentdError):
-    """What a decision must see does not fit the model's context window; nothing was cut silently."""
-
-
-class ToolError(AgentdError):
-    """A tool call was refused or failed; the message says which and why."""
-
-
-class RecordingMismatch(AgentdError):
-    """Re-running a task against its recorded outputs gave a different request or outcome."""

@@ -56,8 +56,8 @@ def model():
 
     Tests that need the model's judgement load the default model themselves.
     """
-    from runtime.inference import LocalModel
-    from runtime.model_file import smoke_model_path
+    from runtime.inference.local import LocalModel
+    from runtime.inference.model_file import smoke_model_path
 
     return LocalModel(smoke_model_path(), kv_cache_bytes=0)
 
@@ -65,7 +65,7 @@ def model():
 @pytest.fixture(scope="session")
 def untemplated_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real GGUF model file without a chat template: the smoke model with its template key renamed."""
-    from runtime.model_file import smoke_model_path
+    from runtime.inference.model_file import smoke_model_path
 
     data = bytearray(smoke_model_path().read_bytes())
     key = b"tokenizer.chat_template"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from llama_cpp import Llama
 
-from runtime.model_file import smoke_model_path
+from runtime.inference.model_file import smoke_model_path
 
 
 class Script:

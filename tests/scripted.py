@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from runtime.inference import CallStats, Completion, LocalModel, Message
+from runtime.inference.model import CallStats, Completion, Message
+from runtime.inference.local import LocalModel
 
 
 class ScriptedModel:

@@ -11,14 +11,14 @@ import anyio
 import pytest
 
 from runtime import logs
-from runtime.agent import Runtime, run_task
+from runtime.agent.loop import Runtime, run_task
 from runtime.artifacts import ArtifactStore
-from runtime.context import TAIL_LABELS
-from runtime.inference import LocalModel
-from runtime.model_file import smoke_model_path
-from runtime.plugins import load
-from runtime.profiles import WORKSPACE, Profile
-from runtime.tasks import submit_task
+from runtime.agent.context import TAIL_LABELS
+from runtime.inference.local import LocalModel
+from runtime.inference.model_file import smoke_model_path
+from runtime.agent.plugins import load
+from runtime.agent.profiles import WORKSPACE, Profile
+from runtime.harness.tasks import submit_task
 from runtime.tools import Tool, ToolContract
 from store import NO_STREAM, EventStore
 from store.events import (
@@ -384,7 +384,7 @@ def test_a_task_cancelled_while_it_runs_stops_at_its_next_append(store, model, w
         def complete(self, prompt, **kw):
             # The operator cancels while the model is thinking; the runner's next append must lose.
             summary = store.task("t-1").summary
-            from runtime.tasks import cancel_task
+            from runtime.harness.tasks import cancel_task
 
             store.append("t-1", cancel_task(store.task("t-1")), expected_version=summary.version)
             return super().complete(prompt, **kw)

@@ -4,22 +4,20 @@ grammars and manifests are the real ones, rendered with the real small model."""
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
 import anyio
 import pytest
 
-from runtime import goal
-from runtime.agent import Runtime, run_task
+from runtime.agent import goal
+from runtime.agent.loop import Runtime, run_task
 from runtime.artifacts import ArtifactStore
-from runtime.plugins import load
-from runtime.profiles import WORKSPACE, prefix_blocks
-from runtime.tasks import submit_task
-from runtime.tools.skill_files import register_skill_tools
+from runtime.agent.plugins import load
+from runtime.agent.profiles import WORKSPACE, prefix_blocks
+from runtime.harness.tasks import submit_task
+from runtime.skills.tools import register_skill_tools
 from store import NO_STREAM, EventStore
-from store.events import AnswerGiven, ModelCalled, ProposalRejected, TaskPhaseChanged, ToolCallExecuted
+from store.events import AnswerGiven, ModelCalled, ProposalRejected, ToolCallExecuted
 from tests.scripted import ScriptedModel
 
 REPO = Path(__file__).resolve().parent.parent

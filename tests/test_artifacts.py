@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from runtime.artifacts import REF_PREFIX, ArtifactStore, is_ref, ref_for
-from store.errors import NotFound, StoreError
+from runtime.errors import NotFound
+from store.errors import StoreError
 
 
 @pytest.fixture

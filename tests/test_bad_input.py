@@ -361,7 +361,7 @@ HOLD_INSTANCE_LOCK = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from runtime.instance import InstanceLock
+    from runtime.daemon.lock import InstanceLock
 
     with InstanceLock(Path(sys.argv[1])):
         print("held", flush=True)

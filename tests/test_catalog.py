@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from runtime.catalog import HEADER, Catalog, CatalogEntry, discover, entries, render
-from runtime.skill import Skill
+from runtime.skills.catalog import HEADER, Catalog, CatalogEntry, discover, entries, render
+from runtime.skills.skill import Skill
 
 
 def add(

@@ -8,10 +8,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from runtime.agent import Runtime, run_task
+from runtime.agent.loop import Runtime, run_task
 from runtime.artifacts import ArtifactStore
-from runtime.plugins import load
-from runtime.tasks import submit_task
+from runtime.agent.plugins import load
+from runtime.harness.tasks import submit_task
 from store import NO_STREAM, EventStore
 from store.events import TaskPhaseChanged
 from tests.scripted import ScriptedModel

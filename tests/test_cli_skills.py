@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from runtime.cli.skills import install
-from runtime.skill_review import review
+from runtime.skills.review import review
 from store.errors import AgentdError
 
 

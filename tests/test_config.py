@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from runtime.config import load_settings
-from store.errors import ConfigError
+from runtime.errors import ConfigError
 
 
 def test_defaults_put_everything_under_dot_agentd() -> None:

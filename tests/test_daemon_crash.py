@@ -30,7 +30,7 @@ PLUGIN = '''
 import time
 from pathlib import Path
 from pydantic import BaseModel
-from runtime.profiles import WORKSPACE
+from runtime.agent.profiles import WORKSPACE
 from runtime.tools import Effect, Tool, ToolContract
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import textwrap
 from pathlib import Path
 
@@ -13,10 +12,10 @@ import pytest
 
 from runtime.config import Settings
 from runtime.eval import check, report
-from runtime.eval.case import Case, CaseFileError, load_file
+from runtime.eval.case import Case, load_file
 from runtime.eval.run import run_case
-from runtime.inference import check_fits
-from store.errors import ContextOverflow
+from runtime.inference.model import check_fits
+from runtime.errors import ContextOverflow
 from store.events import (
     AnswerGiven,
     ApprovalDenied,

@@ -15,16 +15,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from runtime.inference import (
-    HttpModel,
-    LocalModel,
-    Message,
-    Model,
-    load_model,
-    schema_grammar,
-)
-from runtime.model_file import smoke_model_path
-from store.errors import ContextOverflow, InferenceError, ModelFileError
+from runtime.inference.http import HttpModel
+from runtime.inference.local import LocalModel, load_model
+from runtime.inference.model import Message, Model
+from runtime.inference.grammar import schema_grammar
+from runtime.inference.model_file import smoke_model_path
+from runtime.errors import ContextOverflow, InferenceError, ModelFileError
 
 pytestmark = pytest.mark.slow
 
@@ -329,7 +325,7 @@ def test_http_model_reports_an_endpoint_that_does_not_answer(model_path: Path) -
 def test_the_grammars_kept_for_reuse_are_bounded(model) -> None:
     """Every decision cites a different set of ids, so it has a grammar of its own: a long-running
     daemon must not keep them all."""
-    from runtime.inference import GBNF_CACHE_SIZE
+    from runtime.inference.grammar import GBNF_CACHE_SIZE
 
     for n in range(GBNF_CACHE_SIZE + 5):
         model._grammar({"type": "object", "properties": {"id": {"enum": [f"result:c{n}"]}}, "required": ["id"]})

@@ -11,10 +11,10 @@ import anyio
 import pytest
 
 from notifications import queue
-from runtime.agent import run_task
+from runtime.agent.loop import run_task
 from runtime.artifacts import ArtifactStore
-from runtime.jobs import UNKNOWN, JobRunner, StartJob, register_jobs
-from runtime.profiles import WORKSPACE
+from runtime.harness.jobs import UNKNOWN, JobRunner, StartJob, register_jobs
+from runtime.agent.profiles import WORKSPACE
 from runtime.tools import ToolContext, ToolRegistry, execute
 from store import EventStore
 from store.events import (
@@ -197,7 +197,7 @@ CRASH = """
 import os, signal, sys, time
 from pathlib import Path
 from runtime.artifacts import ArtifactStore
-from runtime.jobs import JobRunner
+from runtime.harness.jobs import JobRunner
 from store import EventStore
 from tests.test_jobs import running_task, start_job
 

@@ -12,9 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from runtime.model_file import assemble, ensure_model, installed, resolve_model, smoke_model_path
-from runtime.models import DEFAULT_MODEL, KNOWN_MODELS, QUALITY_MODEL, SMOKE_MODEL, KnownModel, Part
-from store.errors import ModelFileError
+from runtime.inference.model_file import assemble, ensure_model, installed, resolve_model, smoke_model_path
+from runtime.inference.registry import (
+    DEFAULT_MODEL,
+    KNOWN_MODELS,
+    QUALITY_MODEL,
+    SMOKE_MODEL,
+    KnownModel,
+    Part,
+)
+from runtime.errors import ModelFileError
 
 SMOKE = KNOWN_MODELS[SMOKE_MODEL]
 
@@ -328,7 +335,7 @@ def test_serve_refuses_a_bad_model_before_any_task_is_touched(agentd, tmp_path: 
 
 def test_the_runtime_loads_a_known_model_through_the_configured_models_dir(tmp_path: Path) -> None:
     from runtime.config import load_settings
-    from runtime.host import open_model
+    from runtime.daemon.wiring import open_model
 
     models_dir = tmp_path / "models"
     settings = load_settings(environ={}, model=SMOKE_MODEL, models_dir=models_dir, data_dir=tmp_path / "data")

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from notifications import queue
-from runtime.agent import run_task
+from runtime.agent.loop import run_task
 from store import StoreError
 from store.events import AdmittedNotification, ModelCalled, NotificationsAdmitted, ToolCallExecuted
 from tests.scripted import ScriptedModel
@@ -144,7 +144,7 @@ def test_a_log_whose_notification_follows_its_task_in_one_batch_replays(store, w
 
 
 def test_a_burst_of_notifications_is_admitted_whole_but_spelled_out_only_in_part(store, model, workspace, tmp_path) -> None:
-    from runtime.context import NOTIFICATION_LINES
+    from runtime.agent.context import NOTIFICATION_LINES
 
     rt = make_runtime(store, ScriptedModel(model, [answer("ok")]), tmp_path)
     task_id = submit(store, workspace)

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Browser, Locator, Page, sync_playwright
 
-from runtime.instance import holder
+from runtime.daemon.lock import holder
 from tests.test_daemon import approvals, serving, show, wait_until
 from tests.test_daemon_crash import wait_for_port
 

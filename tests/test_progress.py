@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from runtime.inference import HttpModel, Message, _Throttled
-from runtime.model_file import smoke_model_path
-from runtime.progress import Board, Decided, Progress, Tally
+from runtime.inference.http import HttpModel
+from runtime.inference.model import Message
+from runtime.inference.model import Throttled
+from runtime.inference.model_file import smoke_model_path
+from runtime.agent.progress import Board, Decided, Progress, Tally
 from tests.test_inference import SCHEMA, rules
 from tests.test_page_browser import browser  # noqa: F401  the fixture
 
@@ -90,7 +92,7 @@ class Clock:
 
 def test_progress_is_reported_at_most_ten_times_a_second_but_keeps_each_stages_first_and_last() -> None:
     seen: list[tuple] = []
-    stuck = _Throttled(lambda *r: seen.append(r), clock=Clock(0.0))
+    stuck = Throttled(lambda *r: seen.append(r), clock=Clock(0.0))
     stuck("evaluating", 0, 900)
     stuck("evaluating", 512, 900)
     stuck("evaluating", 900, 900, last=True)
@@ -100,7 +102,7 @@ def test_progress_is_reported_at_most_ten_times_a_second_but_keeps_each_stages_f
     assert seen == [("evaluating", 0, 900), ("evaluating", 900, 900), ("generating", 1, 256), ("generating", 200, 256)]
 
     seen.clear()
-    steady = _Throttled(lambda *r: seen.append(r), clock=Clock(0.04))
+    steady = Throttled(lambda *r: seen.append(r), clock=Clock(0.04))
     for n in range(1, 101):
         steady("generating", n, 256)
     steady("generating", 100, 256, last=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from runtime.agent import arguments_hash, run_task
+from runtime.agent.loop import arguments_hash, run_task
 from store.events import (
     ApprovalDenied,
     ApprovalGranted,

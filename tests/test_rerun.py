@@ -7,9 +7,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from runtime.agent import run_task
-from runtime.profiles import WORKSPACE
-from runtime.rerun import rerun_recorded
+from runtime.agent.loop import run_task
+from runtime.agent.profiles import WORKSPACE
+from runtime.agent.rerun import rerun_recorded
 from store import EventStore
 from tests.scripted import ScriptedModel
 from tests.test_agent import answer, call, make_runtime, submit
@@ -45,7 +45,7 @@ def test_a_changed_instruction_is_reported_at_the_first_step_with_the_block_that
 
 def test_a_changed_validation_is_reported_as_a_different_outcome(recorded, model, monkeypatch) -> None:
     store, task_id, tmp_path = recorded
-    from runtime import proposal
+    from runtime.agent import proposal
 
     # Today's code forgets to check tool names: the refused read_log call would now be accepted.
     monkeypatch.setattr(proposal, "validate", lambda action, **kw: action)

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from runtime.schedules import (
+from runtime.harness.schedules import (
     ScheduleRunner,
     add_schedule,
     cron_trigger,
@@ -19,7 +19,7 @@ from runtime.schedules import (
     latest_fire_time,
 )
 from store import EventStore
-from store.errors import InvalidCommand
+from runtime.errors import InvalidCommand
 from store.events import SCHEDULES_STREAM, ScheduleFired, TaskSubmitted
 from store.log import iter_records
 from tests.conftest import run_agentd

@@ -13,8 +13,16 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime import skill
-from runtime.skill import COMPATIBILITY_MAX, DESCRIPTION_MAX, NAME_MAX, Diagnostic, Skill, load, validate
+from runtime.skills import skill
+from runtime.skills.skill import (
+    COMPATIBILITY_MAX,
+    DESCRIPTION_MAX,
+    NAME_MAX,
+    Diagnostic,
+    Skill,
+    load,
+    validate,
+)
 
 DESCRIPTION = "description: Extract text and tables from PDF files. Use when the user mentions PDFs."
 

@@ -11,15 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from runtime.agent import proposal
 from runtime.artifacts import ArtifactStore
+from runtime.inference.grammar import schema_grammar
+from runtime.skills.tools import FACT_ACTIVE_SKILLS, ReadSkillFile, RunSkillScript, register_skill_tools
 from runtime.tools import ToolContext, ToolRegistry, execute
+from runtime.tools.schema import inline_schema
 from tests.test_tools import process_gone
-from runtime.tools.skill_files import (
-    FACT_ACTIVE_SKILLS,
-    ReadSkillFile,
-    RunSkillScript,
-    register_skill_tools,
-)
 
 REPO = Path(__file__).resolve().parent.parent
 BUNDLED = REPO / "skills"
@@ -373,7 +371,7 @@ def test_register_skill_tools_adds_both_with_their_contracts() -> None:
     assert reader["scope"] == "skill" and runner["timeout_s"] == 60
     assert {"skill_not_active", "outside_skill", "not_text"} <= set(reader["errors"])
     assert {"skill_not_active", "outside_skill", "not_runnable", "timeout"} <= set(runner["errors"])
-    registry.proposal_schema()
+    schema_grammar(proposal.schema({t.name: inline_schema(t.contract.input_model) for t in registry.select()}, skills=[]))
 
 
 # --- the bundled skills ---------------------------------------------------------------------------------

@@ -10,13 +10,13 @@ import anyio
 import pytest
 
 from notifications import queue
-from notifications.catalog_watcher import CatalogWatcher
-from runtime.agent import Runtime, run_task
+from runtime.skills.watcher import CatalogWatcher
+from runtime.agent.loop import Runtime, run_task
 from runtime.artifacts import ArtifactStore
-from runtime.plugins import load
-from runtime.profiles import WORKSPACE
-from runtime.rerun import rerun_recorded
-from runtime.tools.skill_files import register_skill_tools
+from runtime.agent.plugins import load
+from runtime.agent.profiles import WORKSPACE
+from runtime.agent.rerun import rerun_recorded
+from runtime.skills.tools import register_skill_tools
 from store.events import (
     ApprovalGranted,
     ApprovalRequested,
@@ -164,7 +164,7 @@ def test_activate_skill_records_the_body_and_the_next_request_shows_it_with_its_
     assert (item.kind, item.version) == ("skill", activated.content_hash[:12])
     # The body was read when it was asked for; what the log holds stays, whatever the file becomes.
     (skills / "release-notes" / "SKILL.md").write_text("---\nname: release-notes\ndescription: x\n---\nNew text.\n")
-    from runtime.agent import build_request, _Runner
+    from runtime.agent.loop import build_request, _Runner
 
     runner = _Runner(rt, task_id)
     runner._load()

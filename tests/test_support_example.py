@@ -14,13 +14,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from runtime import logs, proposal
-from runtime.agent import Runtime, run_task
+from runtime import logs
+from runtime.agent import proposal
+from runtime.agent.loop import Runtime, run_task
 from runtime.artifacts import ArtifactStore
-from runtime.inference import LocalModel
-from runtime.model_file import smoke_model_path
-from runtime.plugins import load
-from runtime.tasks import submit_task
+from runtime.inference.local import LocalModel
+from runtime.inference.model_file import smoke_model_path
+from runtime.agent.plugins import load
+from runtime.harness.tasks import submit_task
 from runtime.tools import ToolContext
 from runtime.tools.schema import inline_schema
 from store import NO_STREAM, EventStore, archive
@@ -131,13 +132,9 @@ def test_the_plugin_registers_three_tools_and_the_support_profile() -> None:
 
 
 def test_the_tools_and_the_proposal_schema_compile_for_llama_cpp(model) -> None:
-    from llama_cpp import LlamaGrammar
-
     loaded = load([PLUGIN])
     support = loaded.profiles["support"]
-    text = json.dumps(loaded.tools.proposal_schema(support.tools))
-    assert "$ref" not in text and "$ref" not in loaded.tools.definitions_json(support.tools)
-    assert len(LlamaGrammar.from_json_schema(text, verbose=False)._grammar) < 20_000
+    assert "$ref" not in loaded.tools.definitions_json(support.tools)
     # The schema the agent loop samples under, checked by llama.cpp's own sampler as the loop would.
     schema = proposal.schema(
         {n: inline_schema(loaded.tools.get(n).contract.input_model) for n in support.tools}, skills=[]

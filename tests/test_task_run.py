@@ -13,8 +13,8 @@ from typing import Iterator
 import pytest
 
 from runtime.cli._watch import Watch, bar
-from runtime.plugins import load
-from runtime.progress import Progress
+from runtime.agent.plugins import load
+from runtime.agent.progress import Progress
 from tests.test_daemon import free_port
 from tests.test_daemon_crash import REPO, wait_for_port
 

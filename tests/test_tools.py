@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from runtime.agent import proposal
 from runtime.artifacts import ArtifactStore
-from runtime.model_file import smoke_model_path
+from runtime.inference.grammar import schema_grammar
+from runtime.inference.model_file import smoke_model_path
 from runtime.tools import (
     FACT_ARTIFACT_REFS,
     Effect,
@@ -33,7 +35,8 @@ from runtime.tools import (
     builtin_registry,
     execute,
 )
-from store.errors import ToolError
+from runtime.tools.schema import inline_schema
+from runtime.errors import ToolError
 from store.events import ArtifactRead, ArtifactWritten, ToolCallExecuted
 
 REPO = Path(__file__).resolve().parent.parent
@@ -390,35 +393,40 @@ def test_definitions_tell_the_model_what_it_needs() -> None:
     assert "$ref" not in json.dumps(builtin_registry().definitions())
 
 
-def test_the_proposal_schema_compiles_to_a_llama_cpp_grammar() -> None:
-    from llama_cpp import LlamaGrammar
+def tool_schema(registry: ToolRegistry, names=None) -> dict:
+    """The proposal schema the agent loop samples under, over these tools."""
+    return proposal.schema({t.name: inline_schema(t.contract.input_model) for t in registry.select(names)}, skills=[])
 
+
+def test_the_proposal_schema_compiles_to_a_llama_cpp_grammar() -> None:
     registry = builtin_registry()
-    schema = registry.proposal_schema()
+    schema = tool_schema(registry)
     text = json.dumps(schema)
 
     assert "$ref" not in text and "$defs" not in text
-    branches = {b["properties"]["tool"]["const"]: b for b in schema["anyOf"]}
+    branches = {b["properties"]["tool"]["const"]: b for b in schema["anyOf"] if "tool" in b["properties"]}
     assert sorted(branches) == registry.names()
     assert branches["write_file"]["properties"]["arguments"]["required"] == ["path", "content"]
-    grammar = LlamaGrammar.from_json_schema(text, verbose=False)
-    assert "root ::=" in grammar._grammar
-    # llama.cpp's converter unrolls length bounds; big ones must not reach it.
-    assert len(grammar._grammar) < 20_000
+    grammar = schema_grammar(schema)
+    assert "root ::=" in grammar
+    # llama.cpp's converter unrolls length bounds; big ones (a file's content) must not reach it.
+    assert "4096" not in grammar and len(grammar) < 40_000
 
-    only = registry.proposal_schema(["read_file", "list_files"])
-    assert [b["properties"]["tool"]["const"] for b in only["anyOf"]] == ["list_files", "read_file"]
+    only = tool_schema(registry, ["read_file", "list_files"])
+    assert [b["properties"]["tool"]["const"] for b in only["anyOf"] if "tool" in b["properties"]] == [
+        "list_files", "read_file",
+    ]
 
 
 def test_llama_cpp_itself_parses_the_proposal_grammar() -> None:
     import llama_cpp
-    from llama_cpp import Llama, LlamaGrammar
+    from llama_cpp import Llama
 
     model_path = smoke_model_path()
-    grammar = LlamaGrammar.from_json_schema(json.dumps(builtin_registry().proposal_schema()), verbose=False)
+    grammar = schema_grammar(tool_schema(builtin_registry()))
     model = Llama(model_path=str(model_path), vocab_only=True, verbose=False)
     vocab = llama_cpp.llama_model_get_vocab(model.model)
-    sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar._grammar.encode(), b"root")
+    sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
     assert sampler, "llama.cpp rejected the grammar"
     llama_cpp.llama_sampler_free(sampler)
 

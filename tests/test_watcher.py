@@ -18,7 +18,7 @@ from structlog.testing import capture_logs
 from notifications import queue
 from notifications import watcher as watcher_module
 from notifications.watcher import WorkspaceWatcher
-from runtime.tasks import submit_task
+from runtime.harness.tasks import submit_task
 from store import EventStore
 from store.events import (
     NOTIFICATIONS_STREAM,

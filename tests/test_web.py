@@ -22,12 +22,12 @@ with warnings.catch_warnings():
     from starlette.testclient import TestClient
 
 from notifications import queue
-from runtime import access
-from runtime.agent import arguments_hash
-from runtime.plugins import load
-from runtime.progress import Board, Progress
-from runtime.tasks import submit_task
-from runtime.web import CSP, create_app
+from runtime.web import access
+from runtime.agent.loop import arguments_hash
+from runtime.agent.plugins import load
+from runtime.agent.progress import Board, Progress
+from runtime.harness.tasks import submit_task
+from runtime.web.app import CSP, create_app
 from store import NO_STREAM, EventStore
 from store.events import (
     NOTIFICATIONS_STREAM,

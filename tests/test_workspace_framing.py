@@ -4,11 +4,9 @@ Replies are scripted; prompts and grammars are the real ones, rendered with the 
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from runtime.plugins import load
 from runtime.tools import Effect, Tool, ToolContract
 from store.events import ToolCallExecuted, WorkspaceSurveyed
 from tests.test_agent_framing import answer, call, events, options, run, runtime, submit, workspace  # noqa: F401
@@ -97,7 +95,7 @@ def test_after_a_call_with_external_effects_paths_are_free_again(store, model, w
     plugin = tmp_path / "plugin.py"
     plugin.write_text(
         "from tests.test_workspace_framing import Generate\n"
-        "from runtime.profiles import WORKSPACE\n"
+        "from runtime.agent.profiles import WORKSPACE\n"
         "def register(tools, profiles):\n"
         "    tools.register(Generate())\n"
         "    profiles['gen'] = WORKSPACE.model_copy(update={'name': 'gen', 'tools': (*WORKSPACE.tools, 'generate')})\n"

@@ -13,8 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime.knowledge import terms
-from runtime.profiles import Profile
+from runtime.agent.knowledge import terms
+from runtime.agent.profiles import Profile
 from runtime.tools import Effect, Tool, ToolContext, ToolContract, ToolFailure, ToolRefused
 
 HERE = Path(__file__).resolve().parent

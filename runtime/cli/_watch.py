@@ -6,7 +6,7 @@ import shutil
 import threading
 from typing import TextIO
 
-from runtime.progress import Progress, describe, line
+from runtime.agent.progress import Progress, describe, line
 
 BAR_WIDTH = 24
 

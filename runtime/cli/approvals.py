@@ -6,7 +6,7 @@ import getpass
 
 import click
 
-from runtime import approvals as deciding
+from runtime.harness import approvals as deciding
 from runtime.cli._app import App, json_option, pass_app
 from runtime.output import echo_json, table
 from store.events import ToolCallProposed

@@ -54,7 +54,7 @@ def tasks(
     from runtime.eval import case as cases_
     from runtime.eval import report
     from runtime.eval.run import preflight, run_case
-    from runtime.host import open_model
+    from runtime.daemon.wiring import open_model
 
     cases = cases_.load(list(files))
     if only:

@@ -14,12 +14,13 @@ from pathlib import Path
 import click
 
 from notifications import queue
-from runtime import daemon
+from runtime.daemon import service as daemon
 from runtime.cli._app import App, daemon_options, json_option, pass_app
-from runtime.instance import holder, holder_pid
-from runtime.models import KNOWN_MODELS
+from runtime.daemon.lock import holder, holder_pid
+from runtime.inference.registry import KNOWN_MODELS
 from runtime.output import echo_json, fields_table
-from store.errors import AgentdError, InstanceLocked, NotFound
+from store.errors import AgentdError
+from runtime.errors import InstanceLocked, NotFound
 
 START_TIMEOUT_S = 90
 

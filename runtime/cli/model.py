@@ -13,10 +13,10 @@ import click
 from runtime.atomic import replace_file
 from runtime.cli._app import App, json_option, pass_app
 from runtime.config import CONFIG_ENV, DEFAULT_CONFIG_FILE
-from runtime.model_file import installed, resolve_model
-from runtime.models import DEFAULT_MODEL, KNOWN_MODELS
+from runtime.inference.model_file import installed, resolve_model
+from runtime.inference.registry import DEFAULT_MODEL, KNOWN_MODELS
 from runtime.output import echo_json, table
-from store.errors import InvalidCommand
+from runtime.errors import InvalidCommand
 
 
 @click.group()

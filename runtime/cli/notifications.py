@@ -7,7 +7,7 @@ import click
 from notifications import queue
 from runtime.cli._app import App, json_option, pass_app
 from runtime.output import echo_json, table
-from store.errors import NotFound
+from runtime.errors import NotFound
 
 
 @click.group()

@@ -8,10 +8,10 @@ import click
 
 from runtime.cli._app import App, json_option, pass_app
 from runtime.output import echo_json, table
-from runtime.host import open_runtime
-from runtime.rerun import rerun_recorded
+from runtime.daemon.wiring import open_runtime
+from runtime.agent.rerun import rerun_recorded
 from store import replay as replaying
-from store.errors import RecordingMismatch
+from runtime.errors import RecordingMismatch
 
 
 @click.command()

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from runtime import plugins
+from runtime.agent import plugins
 from runtime.cli._app import App, json_option, pass_app, task_options
 from runtime.output import echo_json, table
-from runtime.schedules import Schedule, add_schedule, load_schedule, load_schedules, remove_schedule
-from store.errors import InvalidCommand
+from runtime.harness.schedules import Schedule, add_schedule, load_schedule, load_schedules, remove_schedule
+from runtime.errors import InvalidCommand
 from store.events import SCHEDULES_STREAM
 
 

@@ -7,10 +7,12 @@ from pathlib import Path
 import anyio
 import click
 
-from runtime import access, daemon, logs
+from runtime.web import access
+from runtime.daemon import service as daemon
+from runtime import logs
 from runtime.cli._app import App, daemon_options, pass_app
-from runtime.host import open_runtime
-from runtime.instance import InstanceLock
+from runtime.daemon.wiring import open_runtime
+from runtime.daemon.lock import InstanceLock
 
 
 @click.command()

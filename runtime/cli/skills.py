@@ -11,12 +11,13 @@ from typing import Any, Iterable
 
 import click
 
-from runtime import catalog, skill_review
-from runtime import skill as skill_file
+from runtime.skills import catalog, review as skill_review
+from runtime.skills import skill as skill_file
 from runtime.cli._app import App, json_option, pass_app
 from runtime.output import echo_json, fields_table, table
-from runtime.skill import SKILL_FILE, Diagnostic, Skill
-from store.errors import AgentdError, InvalidCommand, NotFound
+from runtime.skills.skill import SKILL_FILE, Diagnostic, Skill
+from store.errors import AgentdError
+from runtime.errors import InvalidCommand, NotFound
 
 
 class MissingPath(NotFound):

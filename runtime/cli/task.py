@@ -9,16 +9,16 @@ from pathlib import Path
 import anyio
 import click
 
-from runtime import plugins
-from runtime.agent import run_task
+from runtime.agent import plugins
+from runtime.agent.loop import run_task
 from runtime.artifacts import ArtifactStore
 from runtime.cli._app import App, json_option, pass_app, task_options
 from runtime.cli._watch import Watch
-from runtime.host import open_runtime
+from runtime.daemon.wiring import open_runtime
 from runtime.output import echo_json, fields_table, table
-from runtime.tasks import cancel_task, submit_task
+from runtime.harness.tasks import cancel_task, submit_task
 from store import NO_STREAM
-from store.errors import InvalidCommand, NotFound
+from runtime.errors import InvalidCommand, NotFound
 from store.events import AnswerGiven, ModelCalled, TaskEscalated, TaskPhase, TaskPhaseChanged
 from store.ids import new_task_id
 from store.state import TaskState

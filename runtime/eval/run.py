@@ -22,18 +22,19 @@ from typing import Iterator, Mapping
 
 import anyio
 
-from runtime import logs, plugins
-from runtime.agent import run_task
-from runtime.approvals import decide
+from runtime import logs
+from runtime.agent import plugins
+from runtime.agent.loop import run_task
+from runtime.harness.approvals import decide
 from runtime.config import Settings
 from runtime.eval import check
 from runtime.eval.case import Case, CaseFileError
 from runtime.eval.report import RunResult
-from runtime.host import open_runtime
-from runtime.inference import Model
-from runtime.jobs import TOOL_NAME as START_JOB
-from runtime.tasks import submit_task
-from runtime.tools.skill_files import register_skill_tools
+from runtime.daemon.wiring import open_runtime
+from runtime.inference.model import Model
+from runtime.harness.jobs import TOOL_NAME as START_JOB
+from runtime.harness.tasks import submit_task
+from runtime.skills.tools import register_skill_tools
 from store import NO_STREAM, EventStore
 from store.events import ModelCalled
 from store.ids import new_task_id

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from runtime.artifacts import ArtifactStore
 from runtime.tools.schema import inline_schema
-from store.errors import ToolError
+from runtime.errors import ToolError
 from store.events import Event
 
 # The executor writes these into every observation, so an output field by the same name would be shadowed.

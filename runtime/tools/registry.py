@@ -9,9 +9,7 @@ from typing import Any
 
 from runtime.tools.contract import Tool, ToolContext, ToolFailure
 from runtime.tools.executor import MASK_CHARS, ToolOutcome, execute
-from runtime.tools.schema import grammar_schema
 
-PROPOSAL_ACTION = "call_tool"
 
 
 class ToolRegistry:
@@ -90,31 +88,6 @@ class ToolRegistry:
         A prefix that differs by one byte loses the model's prompt cache for everything after it.
         """
         return canonical_json(self.definitions(names))
-
-    def proposal_schema(self, names: Iterable[str] | None = None) -> dict[str, Any]:
-        """A JSON schema for one `call_tool` action over the named tools, for llama.cpp's grammar.
-
-        One `anyOf` branch per tool pins `tool` to that name and `arguments` to that tool's input
-        schema, so the grammar cannot pair a tool with another tool's arguments. No `$ref`s, and no
-        length bounds large enough to bloat the grammar (validation still enforces them).
-        """
-        tools = self.select(names)
-        if not tools:
-            raise ToolFailure("no_tools", "a proposal schema needs at least one tool")
-        branches = [
-            {
-                "type": "object",
-                "properties": {
-                    "action": {"const": PROPOSAL_ACTION},
-                    "tool": {"const": tool.contract.name},
-                    "arguments": grammar_schema(tool.contract.input_model),
-                },
-                "required": ["action", "tool", "arguments"],
-                "additionalProperties": False,
-            }
-            for tool in tools
-        ]
-        return {"anyOf": branches}
 
 
 def canonical_json(value: Any) -> str:

@@ -1,4 +1,4 @@
-"""JSON schemas of tool models, inlined and trimmed so prompts stay short and llama.cpp's grammar converter copes."""
+"""JSON schemas of tool models, inlined, so prompts stay short and llama.cpp's grammar converter can resolve them."""
 
 from __future__ import annotations
 
@@ -10,10 +10,6 @@ from pydantic import BaseModel
 _VERBATIM = frozenset({"const", "default", "enum", "examples", "required"})
 # These map names to schemas; the names are not keywords.
 _NAMED_SCHEMAS = frozenset({"properties", "patternProperties", "dependentSchemas"})
-# llama.cpp spells a bound of n as n nested optional rules; past this the grammar balloons for no gain,
-# since the executor enforces the bound when it validates the arguments anyway.
-GRAMMAR_MAX_BOUND = 256
-_BOUNDS = frozenset({"maxLength", "maxItems", "maxProperties"})
 
 
 def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -25,29 +21,6 @@ def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
     schema = model.model_json_schema()
     defs = schema.pop("$defs", {})
     return _inline(schema, defs, ())
-
-
-def grammar_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """`inline_schema` without the large length bounds that llama.cpp's converter would unroll."""
-    return _drop_large_bounds(inline_schema(model))
-
-
-def _drop_large_bounds(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_drop_large_bounds(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key in _BOUNDS and isinstance(value, int) and value > GRAMMAR_MAX_BOUND:
-            continue
-        if key in _VERBATIM:
-            out[key] = value
-        elif key in _NAMED_SCHEMAS:
-            out[key] = {name: _drop_large_bounds(sub) for name, sub in value.items()}
-        else:
-            out[key] = _drop_large_bounds(value)
-    return out
 
 
 def _inline(node: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> Any:

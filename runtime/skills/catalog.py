@@ -18,7 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Callable, Iterator, Mapping, NamedTuple, Sequence
 
-from runtime.skill import SKILL_FILE, Diagnostic, Skill, load
+from runtime.skills.skill import SKILL_FILE, Diagnostic, Skill, load
 
 HEADER = (
     "Skills you can use. Before following one, read its instructions by replying "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from store.errors import InvalidCommand
+from runtime.errors import InvalidCommand
 from store.events import Event, TaskPhase, TaskPhaseChanged, TaskSubmitted
 from store.state import TaskState
 

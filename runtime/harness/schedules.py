@@ -16,9 +16,10 @@ from apscheduler.triggers.cron import CronTrigger
 from sqlalchemy import Connection, select
 
 from runtime import logs
-from runtime.tasks import submit_task
+from runtime.harness.tasks import submit_task
 from store import NO_STREAM, EventStore
-from store.errors import AgentdError, ConcurrencyConflict, InvalidCommand, NotFound
+from store.errors import AgentdError, ConcurrencyConflict
+from runtime.errors import InvalidCommand, NotFound
 from store.events import SCHEDULES_STREAM, ScheduleAdded, ScheduleFired, ScheduleRemoved
 from store.ids import new_task_id
 from store.log import stream_version

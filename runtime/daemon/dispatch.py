@@ -11,8 +11,8 @@ import anyio
 from anyio import to_thread
 
 from runtime import logs
-from runtime.agent import Runtime, run_task
-from runtime.progress import Board
+from runtime.agent.loop import Runtime, run_task
+from runtime.agent.progress import Board
 from store.errors import AgentdError
 from store.events import RunInterrupted, TaskPhase
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime.blocks import Block
+from runtime.agent.blocks import Block
+from runtime.skills import catalog
+from store.events import SkillCatalogPinned
 
 def output_contract(escalation: bool) -> str:
     return (
@@ -83,6 +86,22 @@ def prefix_blocks(profile: Profile, tool_definitions: list[dict], skills: list[B
         blocks.append(Block(f"tool:{definition['name']}", "tool", f"tool:{definition['name']}", "trusted", text, version))
     blocks.extend(skills)
     return blocks
+
+
+def catalog_block(pinned: SkillCatalogPinned | None) -> list[Block]:
+    """The catalog as the last block of the stable prefix; nothing when the task has no skills."""
+    if pinned is None or not pinned.entries:
+        return []
+    return [_catalog(catalog.render(pinned.entries), pinned.fingerprint[:12])]
+
+
+def _catalog(text: str, version: str) -> Block:
+    return Block("skills", "skill", "skills", "trusted", text, version or None)
+
+
+def catalog_counter(count: Callable[[str], int]) -> Callable[[str], int]:
+    """`count` for a catalog text as the prefix holds it, in its block: what its budget is spent on."""
+    return lambda text: count(_catalog(text, "").render())
 
 
 def _for_prompt(definition: dict) -> dict:

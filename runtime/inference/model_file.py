@@ -11,8 +11,8 @@ from importlib import metadata
 from pathlib import Path
 
 from runtime.config import DEFAULT_MODELS_DIR
-from runtime.models import DEFAULT_MODEL, KNOWN_MODELS, SMOKE_MODEL, KnownModel
-from store.errors import ModelFileError
+from runtime.inference.registry import DEFAULT_MODEL, KNOWN_MODELS, SMOKE_MODEL, KnownModel
+from runtime.errors import ModelFileError
 
 GGUF_MAGIC = b"GGUF"
 CHUNK = 8 * 2**20
@@ -60,7 +60,7 @@ def check_gguf(path: Path) -> Path:
         raise ModelFileError(f"model file {path} cannot be read: {e.strerror}") from None
     if magic != GGUF_MAGIC:
         raise ModelFileError(f"model file {path} is not a GGUF file")
-    from runtime.inference import template_of_file  # reads the file with llama.cpp: after the cheap checks
+    from runtime.inference.template import template_of_file
 
     template_of_file(path)
     return path

@@ -6,7 +6,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from store.errors import InstanceLocked
+from runtime.errors import InstanceLocked
 
 
 class InstanceLock:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from runtime.blocks import Block, neutralize
+from runtime.agent.blocks import Block, neutralize
 
 # A ``` or ~~~ fence as Markdown writes it (unclosed, it runs to the end of the goal), or a run of
 # `>` quoted lines: one pattern, so that pasted parts are numbered in the order they appear.

@@ -18,12 +18,12 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from runtime import access, live, page_views
-from runtime import approvals as deciding
-from runtime.progress import Board
+from runtime.web import access, live, views as page_views
+from runtime.harness import approvals as deciding
+from runtime.agent.progress import Board
 from runtime.tools import ToolRegistry
 from store import EventStore
-from store.errors import InvalidCommand, NotFound
+from runtime.errors import InvalidCommand, NotFound
 from store.events import event_types
 
 HERE = Path(__file__).parent

@@ -9,9 +9,9 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select
 
-from runtime import timeline
-from runtime.agent import arguments_hash
-from runtime.progress import Board, Progress, line
+from runtime.harness import timeline
+from runtime.agent.loop import arguments_hash
+from runtime.agent.progress import Board, Progress, line
 from runtime.tools import ToolRegistry
 from store import EventStore, log, projections
 from store.events import (

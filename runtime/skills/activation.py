@@ -12,8 +12,7 @@ import re
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from runtime import catalog, skill
-from runtime.blocks import Block
+from runtime.skills import catalog, skill
 from store.events import (
     CatalogEntry,
     LeftOut,
@@ -32,8 +31,9 @@ _USER_SKILL = re.compile(r"\s*/([^\s/]+)")
 def pin(roots: Sequence[Path], budget_tokens: int, count: Callable[[str], int]) -> SkillCatalogPinned:
     """The catalog a new task will see to its end: what the skills folders hold now, within budget."""
     found = catalog.discover(roots)
-    # Counted as the prompt will hold it, wrapper tags included, so the block itself keeps to the budget.
-    shown = catalog.entries(found, budget_tokens, lambda text: count(_block(text, "").render()))
+    # `count` measures a catalog text as the prompt will hold it, wrapper tags included (the agent's
+    # catalog block), so that the block itself keeps to the budget.
+    shown = catalog.entries(found, budget_tokens, count)
     shown_names = {e.name for e in shown}
     return SkillCatalogPinned(
         entries=tuple(
@@ -50,17 +50,6 @@ def pin(roots: Sequence[Path], budget_tokens: int, count: Callable[[str], int]) 
         budget_tokens=budget_tokens,
         left_out=tuple(name for name in found.skills if name not in shown_names),
     )
-
-
-def catalog_block(pinned: SkillCatalogPinned | None) -> list[Block]:
-    """The catalog as the last block of the stable prefix; nothing when the task has no skills."""
-    if pinned is None or not pinned.entries:
-        return []
-    return [_block(catalog.render(pinned.entries), pinned.fingerprint[:12])]
-
-
-def _block(text: str, version: str) -> Block:
-    return Block("skills", "skill", "skills", "trusted", text, version or None)
 
 
 def catalog_left_out(pinned: SkillCatalogPinned | None) -> list[LeftOut]:
@@ -126,15 +115,3 @@ def pre_approver(active: Mapping[str, SkillActivated], tool: str) -> str | None:
     person, it never adds a tool or an effect the task's policy left out.
     """
     return next((name for name, e in sorted(active.items()) if tool in e.allowed_tools), None)
-
-
-def skill_block(e: SkillActivated) -> Block:
-    """A skill's instructions, in the turn after it was activated, versioned by its content hash."""
-    return Block(f"skill:{e.name}", "skill", f"skill:{e.name}", "trusted", e.body, e.content_hash[:12])
-
-
-def failure_block(e: SkillActivationFailed) -> Block:
-    return Block(
-        "skill_error", "skill", f"skill:{e.name}", "trusted",
-        f"The skill {e.name} could not be loaded ({e.error}); go on without it.",
-    )

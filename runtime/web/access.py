@@ -16,7 +16,7 @@ import os
 import secrets
 from pathlib import Path
 
-from store.errors import ConfigError
+from runtime.errors import ConfigError
 
 TOKEN_FILE = "page-token"
 SESSION_COOKIE = "agentd_session"

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from runtime import agent, context, proposal
-from runtime.agent import Runtime, Trusted
+from runtime.agent import loop as agent, context, proposal
+from runtime.agent.loop import Runtime, Trusted
 from store.errors import AgentdError
 from store.events import (
     ContextManifest,

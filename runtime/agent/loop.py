@@ -22,24 +22,27 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 import anyio
 
 from notifications import queue
-from runtime import activation, context, knowledge, logs, proposal
-from runtime import progress as progress_
+from runtime.skills import activation
+from runtime.agent import context, knowledge, proposal
+from runtime import logs
+from runtime.agent import progress as progress_
 from runtime.artifacts import ArtifactStore, ref_for
-from runtime.blocks import Block
-from runtime.inference import Model
-from runtime.profiles import Profile, prefix_blocks
-from runtime.progress import Progress
+from runtime.agent.blocks import Block
+from runtime.inference.model import Model
+from runtime.agent.profiles import Profile, catalog_block, catalog_counter, prefix_blocks
+from runtime.agent.progress import Progress
 from runtime.tools import FACT_ARTIFACT_REFS, ToolContext, ToolContract, ToolRegistry, execute
-from runtime.tools.skill_files import FACT_ACTIVE_SKILLS
+from runtime.skills.tools import FACT_ACTIVE_SKILLS
 from runtime.tools.schema import inline_schema
 from runtime.tools.workspace import survey
 from store import EventStore
-from store.errors import AgentdError, ConcurrencyConflict, ContextOverflow, InferenceError
+from store.errors import AgentdError, ConcurrencyConflict
+from runtime.errors import ContextOverflow, InferenceError
 from store.events import (
     AnswerGiven,
     ApprovalDenied,
@@ -64,9 +67,6 @@ from store.events import (
     WorkspaceSurveyed,
 )
 
-if TYPE_CHECKING:
-    from runtime.jobs import JobRunner
-
 log = logs.get_logger("agentd.agent")
 
 EVIDENCE_BUDGET = 1200
@@ -76,6 +76,15 @@ EVIDENCE_PER_DECISION = 3
 EVIDENCE_MIN_UTILITY = 0.2
 APPROVAL_TTL = timedelta(hours=24)
 MAX_CONFLICTS = 3
+
+
+class JobHost(Protocol):
+    """What runs the background jobs a task starts (the harness's JobRunner): the loop only carries it
+    for the process that owns it, which recovers jobs a crash left and closes it at the end."""
+
+    def recover(self) -> list[str]: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -88,7 +97,7 @@ class Runtime:
     profiles: dict[str, Profile]
     artifacts: ArtifactStore
     protected: tuple[Path, ...] = ()
-    jobs: JobRunner | None = None  # runs what start_job starts, when this process offers it
+    jobs: JobHost | None = None  # runs what start_job starts, when this process offers it
     skill_roots: tuple[Path, ...] = ()
     skills_budget_tokens: int = 1024
     approval_ttl: timedelta = APPROVAL_TTL
@@ -240,7 +249,7 @@ class _Runner:
         pinned = activation.pinned_catalog(self.records)
         if pinned is None and self.rt.skill_roots:
             pinned = await anyio.to_thread.run_sync(
-                activation.pin, self.rt.skill_roots, self.rt.skills_budget_tokens, self.rt.model.count
+                activation.pin, self.rt.skill_roots, self.rt.skills_budget_tokens, catalog_counter(self.rt.model.count)
             )
             await self._append(pinned)
         name = activation.user_request(trusted.submitted.goal, pinned)
@@ -648,7 +657,7 @@ def build_request(
     )
     # The tools offered to the task stay in the prefix for all its requests, so that llama.cpp can
     # reuse it; what may be chosen at this step is narrowed in the grammar alone.
-    prefix = prefix_blocks(profile, rt.tools.definitions(offered), skills=activation.catalog_block(pinned))
+    prefix = prefix_blocks(profile, rt.tools.definitions(offered), skills=catalog_block(pinned))
     # A retry says why the last reply was refused; the history before the tail is the same either way.
     tail = context.tail_blocks(
         transcript, summary, call_index, trusted.submitted, attempt, _last_rejection(records) if attempt > 1 else ""

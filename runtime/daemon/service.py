@@ -12,15 +12,16 @@ from typing import Iterator
 import anyio
 import uvicorn
 
-from runtime import access, logs
-from runtime.agent import Runtime
+from runtime.web import access
+from runtime import logs
+from runtime.agent.loop import Runtime
 from runtime.config import Settings
-from runtime.progress import Board, Progress, Tally, line
-from runtime.schedules import ScheduleRunner
-from runtime.scheduler import Scheduler
-from notifications.catalog_watcher import CatalogWatcher
+from runtime.agent.progress import Board, Progress, Tally, line
+from runtime.harness.schedules import ScheduleRunner
+from runtime.daemon.dispatch import Scheduler
+from runtime.skills.watcher import CatalogWatcher
 from notifications.watcher import WorkspaceWatcher
-from runtime.web import create_app
+from runtime.web.app import create_app
 
 log = logs.get_logger("agentd.daemon")
 

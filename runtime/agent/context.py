@@ -15,11 +15,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
-from runtime import goal as goal_text
-from runtime.activation import failure_block, skill_block
-from runtime.blocks import Block, join, neutralize
-from runtime.inference import Message
-from store.errors import ContextOverflow
+from runtime.agent import goal as goal_text
+from runtime.agent.blocks import Block, join, neutralize
+from runtime.inference.model import Message
+from runtime.errors import ContextOverflow
 from store.events import (
     ArtifactWritten,
     ContextManifest,
@@ -249,6 +248,18 @@ def decision_text(
 def restated(submitted: TaskSubmitted | None) -> str:
     """The request's own words (pasted parts stay where they were shown, as data)."""
     return goal_text.blocks(submitted.goal)[0].text if submitted is not None else ""
+
+
+def skill_block(e: SkillActivated) -> Block:
+    """A skill's instructions, in the turn after it was activated, versioned by its content hash."""
+    return Block(f"skill:{e.name}", "skill", f"skill:{e.name}", "trusted", e.body, e.content_hash[:12])
+
+
+def failure_block(e: SkillActivationFailed) -> Block:
+    return Block(
+        "skill_error", "skill", f"skill:{e.name}", "trusted",
+        f"The skill {e.name} could not be loaded ({e.error}); go on without it.",
+    )
 
 
 def evidence_block(item) -> Block:

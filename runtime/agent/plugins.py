@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from runtime.profiles import WORKSPACE, Profile
+from runtime.agent.profiles import WORKSPACE, Profile
 from runtime.tools import ToolRegistry, builtin_tools
-from store.errors import ConfigError
+from runtime.errors import ConfigError
 
 
 @dataclass

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from store.errors import InferenceError
+from runtime.errors import InferenceError
 
 
 @dataclass(frozen=True)

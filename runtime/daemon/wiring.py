@@ -5,14 +5,16 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 
-from runtime import plugins
-from runtime.agent import Runtime
+from runtime.agent import plugins
+from runtime.agent.loop import Runtime
 from runtime.artifacts import ArtifactStore
 from runtime.config import Settings
-from runtime.inference import HttpModel, LocalModel, Model
-from runtime.jobs import JobRunner, register_jobs
-from runtime.model_file import resolve_model
-from runtime.tools.skill_files import register_skill_tools
+from runtime.inference.http import HttpModel
+from runtime.inference.local import LocalModel
+from runtime.inference.model import Model
+from runtime.harness.jobs import JobRunner, register_jobs
+from runtime.inference.model_file import resolve_model
+from runtime.skills.tools import register_skill_tools
 from store import EventStore
 
 

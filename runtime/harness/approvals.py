@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 
 from notifications import queue
 from store import EventStore
-from store.errors import InvalidCommand, NotFound, StoreError
+from runtime.errors import InvalidCommand, NotFound
+from store.errors import StoreError
 from store.events import ApprovalDenied, ApprovalGranted, Event
 from store.state import Approval
 

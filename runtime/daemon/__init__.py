@@ -1,0 +1,1 @@
+"""The long-running process: its parts wired together, the dispatch of tasks, the instance lock."""

@@ -1,0 +1,229 @@
+"""A model behind an OpenAI-compatible HTTP server, in place of the in-process one."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from runtime.errors import InferenceError
+from runtime.inference.grammar import schema_grammar
+from runtime.inference.model import (
+    SEED,
+    CallStats,
+    Completion,
+    Message,
+    ProgressFn,
+    Serialized,
+    check_fits,
+    throttled,
+)
+from runtime.inference.template import ChatTemplate, template_of_file
+
+
+class EndpointError(InferenceError):
+    """An HTTP model endpoint failed; `status` is its HTTP status code when it answered at all."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class HttpModel(Serialized):
+    """A model behind an OpenAI-compatible HTTP server, in place of the in-process one.
+
+    agentd still renders the prompt itself and sends the text to `/v1/completions`, so the prompt it
+    records is the prompt the server evaluated; the schema goes as a GBNF `grammar`, which both
+    llama-cpp-python's server and llama.cpp's `llama-server` accept there. Tokens are counted by the
+    server (`/extras/tokenize` on llama-cpp-python, `/tokenize` on llama-server).
+
+    The chat template comes from `template_from` (a local copy of the served GGUF; only its vocabulary
+    is read) or else from llama-server's `GET /props`; llama-cpp-python's server does not expose it.
+    The context length comes from `n_ctx` or else from `/props`. Sessions are not used: the server
+    keeps its own prompt cache.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        template_from: Path | None = None,
+        n_ctx: int | None = None,
+        model: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 600.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._model = model
+        self._api_key = api_key
+        self._timeout_s = timeout_s
+        self._limiter = anyio.CapacityLimiter(1)
+        self._tokenize_route: str | None = None
+        props = self._props()
+        self.n_ctx = n_ctx or props.get("default_generation_settings", {}).get("n_ctx") or 0
+        if not self.n_ctx:
+            raise InferenceError(f"{self.base_url} does not say its context length (no /props): pass n_ctx")
+        self.template = self._template(template_from, props)
+        served = model or Path(props.get("model_path") or "").name or (template_from.name if template_from else "")
+        self.name = served or self.base_url
+
+    def render(self, messages: Sequence[Message]) -> str:
+        return self.template.render(messages)
+
+    def tokenize(self, text: str) -> list[int]:
+        if self._tokenize_route is None:
+            self._tokenize_route = self._find_tokenize_route()
+        if self._tokenize_route == "/extras/tokenize":
+            # llama-cpp-python tokenizes with add_bos=True, which llama.cpp honours only if the model asks
+            # for a BOS: the same tokens its /v1/completions evaluates.
+            return self._post("/extras/tokenize", {"input": text})["tokens"]
+        return self._post("/tokenize", {"content": text, "add_special": True, "parse_special": True})["tokens"]
+
+    def count(self, text: str) -> int:
+        return len(self.tokenize(text))
+
+    def complete(
+        self,
+        prompt: str,
+        *,
+        schema: dict | None,
+        max_tokens: int,
+        session: str | None = None,
+        progress: ProgressFn | None = None,
+    ) -> Completion:
+        prompt_tokens = self.count(prompt)
+        check_fits(prompt_tokens, max_tokens, self.n_ctx, self.name)
+        body: dict[str, Any] = {
+            "prompt": prompt,
+            "max_tokens": max_tokens,
+            "temperature": 0.0,
+            "repeat_penalty": 1.0,  # both servers default to 1.1, which would change greedy answers
+            "seed": SEED,
+            "stream": True,
+            "cache_prompt": True,
+        }
+        if schema is not None:
+            body["grammar"] = schema_grammar(schema)
+        if self._model:
+            body["model"] = self._model
+        report = throttled(progress)
+        started = time.perf_counter()
+        if report is not None:
+            # The server does not stream its prompt evaluation: one report that it has the whole prompt.
+            report("evaluating", 0, prompt_tokens)
+        first_at: float | None = None
+        parts: list[str] = []
+        chunks = 0
+        finish_reason = "length"
+        usage: dict = {}
+        timings: dict = {}
+        for event in self._stream("/v1/completions", body):
+            choice = (event.get("choices") or [{}])[0]
+            if choice.get("text"):
+                if first_at is None:
+                    first_at = time.perf_counter()
+                parts.append(choice["text"])
+                chunks += 1
+                if report is not None:
+                    report("generating", chunks, max_tokens)
+            finish_reason = choice.get("finish_reason") or finish_reason
+            usage = event.get("usage") or usage
+            timings = event.get("timings") or timings
+        ended = time.perf_counter()
+        if report is not None:
+            report("generating", chunks, max_tokens, last=True)
+        first_at = first_at or ended
+        cached = timings.get("cache_n")
+        stats = CallStats(
+            prompt_tokens=usage.get("prompt_tokens", prompt_tokens),
+            cached_tokens=cached,
+            evaluated_tokens=timings.get("prompt_n"),
+            # llama-cpp-python streams one chunk per token and reports no usage when streaming.
+            completion_tokens=usage.get("completion_tokens") or timings.get("predicted_n") or chunks,
+            ttft_s=first_at - started,
+            generation_s=ended - first_at,
+        )
+        return Completion(text="".join(parts), stats=stats, finish_reason=finish_reason)
+
+    def stats(self) -> dict[str, Any]:
+        return {"model": self.name, "base_url": self.base_url, "n_ctx": self.n_ctx, "template": self.template.origin}
+
+    def _template(self, template_from: Path | None, props: dict) -> ChatTemplate:
+        if template_from is not None:
+            return template_of_file(Path(template_from))
+        if props.get("chat_template"):
+            return ChatTemplate(
+                props["chat_template"],
+                bos_token=props.get("bos_token", ""),
+                eos_token=props.get("eos_token", ""),
+                origin=f"{self.base_url}/props",
+            )
+        raise InferenceError(
+            f"{self.base_url} does not expose its chat template: pass template_from (the served GGUF file)"
+        )
+
+    def _props(self) -> dict:
+        try:
+            return self._request("GET", "/props")
+        except EndpointError as e:
+            if e.status in (404, 405):
+                return {}
+            raise
+
+    def _find_tokenize_route(self) -> str:
+        try:
+            self._post("/extras/tokenize", {"input": ""})
+            return "/extras/tokenize"
+        except EndpointError as e:
+            if e.status in (404, 405):
+                return "/tokenize"
+            raise
+
+    def _post(self, route: str, body: dict) -> dict:
+        return self._request("POST", route, body)
+
+    def _request(self, method: str, route: str, body: dict | None = None) -> dict:
+        with self._open(method, route, body) as response:
+            try:
+                return json.loads(response.read())
+            except (OSError, ValueError) as e:
+                raise EndpointError(f"{self.base_url}{route} sent no readable answer: {e}") from None
+
+    def _stream(self, route: str, body: dict) -> Iterator[dict]:
+        """The JSON events of a server-sent event stream, until `[DONE]` or the end of the body."""
+        with self._open("POST", route, body) as response:
+            try:
+                for raw in response:
+                    line = raw.decode("utf-8").strip()
+                    if not line.startswith("data:"):
+                        continue  # blank separators, comments and pings
+                    data = line[len("data:") :].strip()
+                    if data == "[DONE]":
+                        return
+                    event = json.loads(data)
+                    if "error" in event:
+                        raise EndpointError(f"{self.base_url}{route} failed: {event['error']}")
+                    yield event
+            except (OSError, ValueError) as e:
+                raise EndpointError(f"{self.base_url}{route} broke off its answer: {e}") from None
+
+    def _open(self, method: str, route: str, body: dict | None):
+        url = self.base_url + route
+        headers = {"Content-Type": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        data = json.dumps(body).encode("utf-8") if body is not None else None
+        request = urllib.request.Request(url, data=data, headers=headers, method=method)
+        try:
+            return urllib.request.urlopen(request, timeout=self._timeout_s)
+        except urllib.error.HTTPError as e:
+            detail = e.read().decode("utf-8", errors="replace")[:300]
+            raise EndpointError(f"{url} answered {e.code}: {detail}", status=e.code) from None
+        except (urllib.error.URLError, OSError) as e:
+            raise EndpointError(f"{url} did not respond: {getattr(e, 'reason', e)}") from None

@@ -1,0 +1,1 @@
+"""Agent Skills: parsing SKILL.md, the catalog, activation in a task, review, the skill tools, the watcher."""
