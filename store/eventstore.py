@@ -10,8 +10,8 @@ from sqlalchemy import Connection
 
 from store import log, migrate, projections
 from store.database import create_engines, translating
-from store.events import Event, Recorded
-from store.state import Approval, TaskState, TaskSummary, fold
+from store.events import NOTIFICATIONS_STREAM, Event, Recorded
+from store.state import Approval, TaskState, TaskSummary, fold_all
 from store.writer import AppendRequest, Writer, WriterStats
 
 ANY = None
@@ -128,7 +128,9 @@ class EventStore:
 
     def task_at(self, task_id: str, until: int) -> TaskState | None:
         """The task as it was when event `until` had just been recorded, folded from the log."""
-        return fold(self.read_stream(task_id, until=until)).get(task_id)
+        with self.reading() as conn:
+            records = log.iter_records(conn, stream_id=(task_id, NOTIFICATIONS_STREAM), until=until)
+            return fold_all(records, only=task_id).states().get(task_id)
 
     def approval(self, approval_id: str) -> tuple[str, Approval] | None:
         with self.reading() as conn:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, bindparam, select
 
+from store import rules
 from store.errors import StoreError
 from store.events import (
     NotificationEnqueued,
@@ -23,7 +24,7 @@ from store.events import (
     ScheduleRemoved,
 )
 from store.sql import Statement
-from store.state import Admission, JobBegan, JobEnded
+from store.state import Admission, JobBegan, JobEnded, schedule_added
 from store.tables import JobRow, NotificationRow, NotificationTargetRow, ScheduleRow
 
 notifications = NotificationRow.__table__
@@ -72,7 +73,7 @@ _finish_job = Statement(
     .values(finished_seq=bindparam("seq"), exit_code=bindparam("exit_code"), output_ref=bindparam("output_ref"))
 )
 
-PENDING = (None, None)
+PENDING = rules.PENDING
 
 
 @dataclass
@@ -139,11 +140,9 @@ class HarnessStage:
     def _system(self, rec: Recorded) -> None:
         e = rec.event
         if isinstance(e, NotificationEnqueued):
-            if self._notification_known(e.notification_id):
-                raise StoreError(f"notification {e.notification_id} was already enqueued (event {rec.seq})")
             unknown = [t for t in e.tasks if not self.task_exists(t)]
-            if unknown:
-                raise StoreError(f"notification {e.notification_id} names tasks that do not exist: {unknown}")
+            known = self._notification_known(e.notification_id)
+            rules.notification_enqueued(known, unknown, e.notification_id, rec.seq)
             self.notification_ids[e.notification_id] = True
             self.writes.append((_insert_notification, dict(
                 notification_id=e.notification_id, seq=rec.seq, source=e.source, kind=e.kind, text=e.text,
@@ -156,59 +155,38 @@ class HarnessStage:
                     admitted_call=None, admitted_seq=None, coalesced_into=None,
                 )))
         elif isinstance(e, ScheduleAdded):
-            if self._schedule(e.schedule_id) is not None:
-                raise StoreError(f"schedule {e.schedule_id} already exists (event {rec.seq})")
+            rules.schedule_added(self._schedule(e.schedule_id), e.schedule_id, rec.seq)
             self.schedule_states[e.schedule_id] = (None, None)
-            self.writes.append((_insert_schedule, dict(
-                schedule_id=e.schedule_id, cron=e.cron, timezone=e.timezone, goal=e.goal, workspace=e.workspace,
-                profile=e.profile, tenant=e.tenant, allowed_effects=",".join(e.allowed_effects), added_seq=rec.seq,
-                removed_seq=None, fired=0, last_fire_time=None, last_task_id=None,
-            )))
+            self.writes.append((_insert_schedule, schedule_added(rec)._asdict()))
         elif isinstance(e, ScheduleRemoved):
-            state = self._live_schedule(e.schedule_id, rec)
+            state = rules.schedule_live(self._schedule(e.schedule_id), e.schedule_id, rec.seq)
             self.schedule_states[e.schedule_id] = (rec.seq, state[1])
             self.writes.append((_remove_schedule, {"b_id": e.schedule_id, "seq": rec.seq}))
         elif isinstance(e, ScheduleFired):
-            state = self._live_schedule(e.schedule_id, rec)
-            if state[1] is not None and e.fire_time <= state[1]:
-                raise StoreError(
-                    f"schedule {e.schedule_id} already fired for {state[1]}; {e.fire_time} is not later (event {rec.seq})"
-                )
+            rules.schedule_fired(self._schedule(e.schedule_id), e.schedule_id, e.fire_time, rec.seq)
             self.schedule_states[e.schedule_id] = (None, e.fire_time)
             self.writes.append((_fire_schedule, {"b_id": e.schedule_id, "fire_time": e.fire_time, "task": e.task_id}))
-
-    def _live_schedule(self, sid: str, rec: Recorded) -> tuple:
-        state = self._schedule(sid)
-        if state is None or state[0] is not None:
-            raise StoreError(f"schedule {sid} does not exist or was removed (event {rec.seq})")
-        return state
 
     def _task_change(self, rec: Recorded, change: object) -> None:
         task = rec.stream_id
         if isinstance(change, Admission):
             for nid, coalesced in change.items:
                 for member, into in ((nid, None), *((c, nid) for c in coalesced)):
-                    if self._target(task, member) != PENDING:
-                        raise StoreError(
-                            f"event {rec.seq} admits notification {member} into {task}, which has it "
-                            "admitted already or never had it"
-                        )
+                    rules.notification_admitted(self._target(task, member), task, member, rec.seq)
                     self.target_states[(task, member)] = (change.call_index, into)
                     self.writes.append((_admit, {
                         "b_task": task, "b_id": member, "admitted_call": change.call_index,
                         "admitted_seq": change.seq, "coalesced_into": into,
                     }))
         elif isinstance(change, JobBegan):
-            if self._job_finished(change.job_id) is not None:
-                raise StoreError(f"job {change.job_id} was already started (event {rec.seq})")
+            rules.job_started(self._job_finished(change.job_id), change.job_id, rec.seq)
             self.job_states[change.job_id] = False
             self.writes.append((_insert_job, dict(
                 job_id=change.job_id, task_id=task, call_id=change.call_id, command=change.command,
                 started_seq=change.seq, finished_seq=None, exit_code=None, output_ref=None,
             )))
         elif isinstance(change, JobEnded):
-            if self._job_finished(change.job_id) is not False:
-                raise StoreError(f"job {change.job_id} is not running (event {rec.seq})")
+            rules.job_finished(self._job_finished(change.job_id), change.job_id, rec.seq)
             self.job_states[change.job_id] = True
             self.writes.append((_finish_job, {
                 "b_id": change.job_id, "seq": change.seq, "exit_code": change.exit_code,

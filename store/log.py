@@ -56,7 +56,7 @@ def _select(
     *,
     after: int = 0,
     until: int | None = None,
-    stream_id: str | None = None,
+    stream_id: str | Sequence[str] | None = None,
     types: Sequence[str] = (),
     limit: int | None = None,
     descending: bool = False,
@@ -67,8 +67,10 @@ def _select(
         q = q.where(events.c.seq > after)
     if until is not None:
         q = q.where(events.c.seq <= until)
-    if stream_id is not None:
+    if isinstance(stream_id, str):
         q = q.where(events.c.stream_id == stream_id)
+    elif stream_id is not None:
+        q = q.where(events.c.stream_id.in_(list(stream_id)))
     if types:
         q = q.where(events.c.type.in_(list(types)))
     q = q.order_by(events.c.seq.desc() if descending else events.c.seq)

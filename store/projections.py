@@ -6,7 +6,7 @@ from typing import Mapping, Sequence
 
 from sqlalchemy import Connection, bindparam, func, select
 
-from store.errors import StoreError
+from store import rules
 from store.harness_projection import HARNESS_CHANGES, SYSTEM_EVENTS, HarnessStage
 from store.events import Recorded
 from store.sql import RowInsert, Statement
@@ -16,6 +16,8 @@ from store.state import (
     ApprovalDecided,
     Artifact,
     Change,
+    Job,
+    Queued,
     TaskState,
     TaskSummary,
     TestsRecorded,
@@ -23,7 +25,15 @@ from store.state import (
     evolve,
     is_task_event,
 )
-from store.tables import ApprovalRow, ArtifactRow, TaskActionRow, TaskRow
+from store.tables import (
+    ApprovalRow,
+    ArtifactRow,
+    JobRow,
+    NotificationRow,
+    NotificationTargetRow,
+    TaskActionRow,
+    TaskRow,
+)
 
 _SYSTEM_EVENTS = frozenset(SYSTEM_EVENTS)
 _HARNESS_CHANGES = frozenset(HARNESS_CHANGES)
@@ -32,6 +42,9 @@ tasks = TaskRow.__table__
 task_actions = TaskActionRow.__table__
 approvals = ApprovalRow.__table__
 artifacts = ArtifactRow.__table__
+notifications = NotificationRow.__table__
+targets = NotificationTargetRow.__table__
+jobs = JobRow.__table__
 
 SUMMARY_FIELDS = TaskSummary._fields
 ACTION_FIELDS = Action._fields
@@ -146,15 +159,11 @@ class Projector:
             else:
                 if kind is Approval:
                     known = approvals.get(change.approval_id) or self._approval(change.approval_id)
-                    if known is not None:
-                        raise StoreError(f"approval {change.approval_id} was already requested (event {rec.seq})")
+                    rules.approval_requested(known, change.approval_id, rec.seq)
                     approvals[change.approval_id] = (sid, "pending")
                 elif kind is ApprovalDecided:
                     known = approvals.get(change.approval_id) or self._approval(change.approval_id)
-                    if known != (sid, "pending"):
-                        raise StoreError(
-                            f"event {rec.seq} decides approval {change.approval_id}, which is not pending"
-                        )
+                    rules.approval_decided(known, sid, change.approval_id, rec.seq)
                     approvals[change.approval_id] = (sid, change.status)
                 in_order.append((rec, change))
         if harness:
@@ -248,11 +257,25 @@ def load_task(conn: Connection, task_id: str) -> TaskState | None:
         .where(artifacts.c.task_id == task_id)
         .order_by(artifacts.c.seq)
     )
+    queued = conn.execute(
+        select(
+            notifications.c.notification_id, notifications.c.seq, notifications.c.source, notifications.c.kind,
+            notifications.c.text, targets.c.admitted_call, targets.c.admitted_seq, targets.c.coalesced_into,
+        )
+        .join(targets, targets.c.notification_id == notifications.c.notification_id)
+        .where(targets.c.task_id == task_id)
+        .order_by(notifications.c.seq)
+    )
+    started = conn.execute(
+        select(*[jobs.c[n] for n in Job._fields]).where(jobs.c.task_id == task_id).order_by(jobs.c.started_seq)
+    )
     return TaskState(
         summary,
         tuple(Action(*r) for r in acts),
         tuple(Approval(*r) for r in apps),
         tuple(Artifact(*r) for r in arts),
+        tuple(Queued(*r) for r in queued),
+        tuple(Job(*r) for r in started),
     )
 
 

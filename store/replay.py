@@ -14,7 +14,7 @@ from store import log, migrate, projections
 from store.database import create_engines, translating
 from store.errors import ProjectionMismatch
 from store.events import Recorded
-from store.state import TaskState, fold
+from store.state import Fold, fold_all
 from store.tables import PROJECTION_TABLES
 
 @dataclass(frozen=True)
@@ -117,9 +117,9 @@ def verify(source: Connection, scratch_url: str) -> Rebuild:
     return result
 
 
-def states_until(source: Connection, until: int) -> dict[str, TaskState]:
-    """Every task as it stood right after event `until`."""
-    return fold(log.iter_records(source, until=until))
+def states_until(source: Connection, until: int) -> Fold:
+    """Every task, with its queue and jobs, and every schedule, as they stood right after event `until`."""
+    return fold_all(log.iter_records(source, until=until))
 
 
 __all__ = ["Rebuild", "first_difference", "rebuild_into", "states_until", "verify"]

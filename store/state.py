@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple, Union
 
-from store.errors import StoreError
+from store import rules
 from store.events import (
     AnswerGiven,
     RunInterrupted,
     JobFinished,
     JobStarted,
+    NotificationEnqueued,
     NotificationsAdmitted,
     EvidenceRetrieved,
     ApprovalDenied,
@@ -27,6 +28,9 @@ from store.events import (
     ProposalAccepted,
     ProposalRejected,
     Recorded,
+    ScheduleAdded,
+    ScheduleFired,
+    ScheduleRemoved,
     SkillActivated,
     SkillActivationFailed,
     SkillCatalogPinned,
@@ -162,6 +166,49 @@ class JobEnded(NamedTuple):
     output_ref: str | None
 
 
+class Queued(NamedTuple):
+    """One notification for one task: what it says, and the request it was admitted or coalesced into."""
+
+    notification_id: str
+    seq: int
+    source: str
+    kind: str
+    text: str
+    admitted_call: int | None = None
+    admitted_seq: int | None = None
+    coalesced_into: str | None = None
+
+
+class Job(NamedTuple):
+    """A background job the task started, and how it ended."""
+
+    job_id: str
+    call_id: str
+    command: str
+    started_seq: int
+    finished_seq: int | None = None
+    exit_code: int | None = None
+    output_ref: str | None = None
+
+
+class Schedule(NamedTuple):
+    """A cron schedule: one row of the `schedules` table."""
+
+    schedule_id: str
+    cron: str
+    timezone: str
+    goal: str
+    workspace: str
+    profile: str
+    tenant: str
+    allowed_effects: str
+    added_seq: int
+    removed_seq: int | None = None
+    fired: int = 0
+    last_fire_time: str | None = None
+    last_task_id: str | None = None
+
+
 Change = Union[Action, Approval, ApprovalDecided, Artifact, TestsRecorded, Admission, JobBegan, JobEnded]
 
 
@@ -173,6 +220,8 @@ class TaskState:
     actions: tuple[Action, ...] = ()
     approvals: tuple[Approval, ...] = ()
     artifacts: tuple[Artifact, ...] = ()
+    notifications: tuple[Queued, ...] = ()
+    jobs: tuple[Job, ...] = ()
 
     @property
     def task_id(self) -> str:
@@ -185,6 +234,14 @@ class TaskState:
     @property
     def pending_approvals(self) -> tuple[Approval, ...]:
         return tuple(a for a in self.approvals if a.status == "pending")
+
+    @property
+    def waiting_notifications(self) -> tuple[Queued, ...]:
+        return tuple(n for n in self.notifications if n.admitted_call is None)
+
+    @property
+    def running_jobs(self) -> tuple[Job, ...]:
+        return tuple(j for j in self.jobs if j.finished_seq is None)
 
 
 _TASK_EVENT_TYPES = frozenset(TASK_EVENTS)
@@ -204,7 +261,7 @@ def evolve(summary: TaskSummary | None, rec: Recorded) -> TaskSummary:
     kind = type(e)
     if kind is TaskSubmitted:
         if summary is not None:
-            raise StoreError(f"task {rec.stream_id} was already submitted (event {rec.seq})")
+            rules.task_submitted(True, rec.stream_id, rec.seq)
         return TaskSummary(
             task_id=rec.stream_id,
             goal=e.goal,
@@ -223,7 +280,7 @@ def evolve(summary: TaskSummary | None, rec: Recorded) -> TaskSummary:
             last_seq=rec.seq,
         )
     if summary is None:
-        raise StoreError(f"event {rec.seq} ({rec.type}) is for {rec.stream_id!r}, which is not a submitted task")
+        rules.task_exists(False, rec.stream_id, rec.seq, rec.type)
     s = summary
     phase, finished_at, steps, tokens_used, test_status = s.phase, s.finished_at, s.steps, s.tokens_used, s.test_status
     if kind is ModelCalled:
@@ -267,45 +324,129 @@ def changes(rec: Recorded) -> Change | None:
     return None if make is None else make(rec, rec.event)
 
 
+def schedule_added(rec: Recorded) -> Schedule:
+    e = rec.event
+    return Schedule(
+        e.schedule_id, e.cron, e.timezone, e.goal, e.workspace, e.profile, e.tenant, ",".join(e.allowed_effects),
+        rec.seq,
+    )
+
+
 @dataclass
 class _Builder:
     summary: TaskSummary | None = None
     actions: list[Action] = field(default_factory=list)
     approvals: dict[str, Approval] = field(default_factory=dict)
     artifacts: list[Artifact] = field(default_factory=list)
-
-    def apply(self, rec: Recorded) -> None:
-        self.summary = evolve(self.summary, rec)
-        change = changes(rec)
-        if isinstance(change, Action):
-            self.actions.append(change)
-        elif isinstance(change, Approval):
-            if change.approval_id in self.approvals:
-                raise StoreError(f"approval {change.approval_id} was already requested (event {rec.seq})")
-            self.approvals[change.approval_id] = change
-        elif isinstance(change, ApprovalDecided):
-            current = self.approvals.get(change.approval_id)
-            if current is None or current.status != "pending":
-                raise StoreError(f"event {rec.seq} decides approval {change.approval_id}, which is not pending")
-            self.approvals[change.approval_id] = current._replace(
-                status=change.status,
-                decided_seq=change.seq,
-                decided_by=change.by,
-                decision_reason=change.reason,
-            )
-        elif isinstance(change, Artifact):
-            self.artifacts.append(change)
-        elif isinstance(change, TestsRecorded):
-            for path in change.paths:
-                latest = _latest_index(self.artifacts, path)
-                if latest is not None:
-                    self.artifacts[latest] = self.artifacts[latest]._replace(
-                        test_status=change.status, test_seq=change.seq
-                    )
+    notifications: dict[str, Queued] = field(default_factory=dict)
+    jobs: dict[str, Job] = field(default_factory=dict)
 
     def build(self) -> TaskState:
         assert self.summary is not None
-        return TaskState(self.summary, tuple(self.actions), tuple(self.approvals.values()), tuple(self.artifacts))
+        return TaskState(
+            self.summary, tuple(self.actions), tuple(self.approvals.values()), tuple(self.artifacts),
+            tuple(self.notifications.values()), tuple(self.jobs.values()),
+        )
+
+
+class Fold:
+    """The in-memory fold of the log: every task's state and the schedules, applying `store.rules`
+    exactly as the live projector does, so an append the store refuses is refused here too."""
+
+    def __init__(self, only: str | None = None) -> None:
+        # With `only`, the fold sees one task's stream and the notification stream: notifications for
+        # other tasks are passed over rather than refused for naming tasks it never saw.
+        self.only = only
+        self.tasks: dict[str, _Builder] = {}
+        self.schedules: dict[str, Schedule] = {}
+        # approval id -> (task id, status): approval ids are unique across tasks, as in the table.
+        self._approvals: dict[str, tuple[str, str]] = {}
+        self._jobs: dict[str, bool] = {}
+        self._notifications: set[str] = set()
+
+    def apply(self, rec: Recorded) -> None:
+        kind = type(rec.event)
+        if kind in _TASK_EVENT_TYPES:
+            self._task_event(rec)
+        elif kind is NotificationEnqueued:
+            self._enqueued(rec)
+        elif kind in (ScheduleAdded, ScheduleRemoved, ScheduleFired):
+            self._schedule(rec)
+
+    def _task_event(self, rec: Recorded) -> None:
+        b = self.tasks.get(rec.stream_id) or _Builder()
+        b.summary = evolve(b.summary, rec)
+        self.tasks[rec.stream_id] = b
+        change = changes(rec)
+        task = rec.stream_id
+        if isinstance(change, Action):
+            b.actions.append(change)
+        elif isinstance(change, Approval):
+            rules.approval_requested(self._approvals.get(change.approval_id), change.approval_id, rec.seq)
+            self._approvals[change.approval_id] = (task, "pending")
+            b.approvals[change.approval_id] = change
+        elif isinstance(change, ApprovalDecided):
+            rules.approval_decided(self._approvals.get(change.approval_id), task, change.approval_id, rec.seq)
+            self._approvals[change.approval_id] = (task, change.status)
+            b.approvals[change.approval_id] = b.approvals[change.approval_id]._replace(
+                status=change.status, decided_seq=change.seq, decided_by=change.by, decision_reason=change.reason,
+            )
+        elif isinstance(change, Artifact):
+            b.artifacts.append(change)
+        elif isinstance(change, TestsRecorded):
+            for path in change.paths:
+                latest = _latest_index(b.artifacts, path)
+                if latest is not None:
+                    b.artifacts[latest] = b.artifacts[latest]._replace(test_status=change.status, test_seq=change.seq)
+        elif isinstance(change, Admission):
+            for nid, coalesced in change.items:
+                for member, into in ((nid, None), *((c, nid) for c in coalesced)):
+                    queued = b.notifications.get(member)
+                    prior = None if queued is None else (queued.admitted_call, queued.coalesced_into)
+                    rules.notification_admitted(prior, task, member, rec.seq)
+                    b.notifications[member] = queued._replace(
+                        admitted_call=change.call_index, admitted_seq=change.seq, coalesced_into=into
+                    )
+        elif isinstance(change, JobBegan):
+            rules.job_started(self._jobs.get(change.job_id), change.job_id, rec.seq)
+            self._jobs[change.job_id] = False
+            b.jobs[change.job_id] = Job(change.job_id, change.call_id, change.command, change.seq)
+        elif isinstance(change, JobEnded):
+            rules.job_finished(self._jobs.get(change.job_id), change.job_id, rec.seq)
+            self._jobs[change.job_id] = True
+            b.jobs[change.job_id] = b.jobs[change.job_id]._replace(
+                finished_seq=change.seq, exit_code=change.exit_code, output_ref=change.output_ref
+            )
+
+    def _enqueued(self, rec: Recorded) -> None:
+        e = rec.event
+        targets = [t for t in dict.fromkeys(e.tasks) if self.only is None or t == self.only]
+        unknown = [t for t in targets if t not in self.tasks]
+        rules.notification_enqueued(e.notification_id in self._notifications, unknown, e.notification_id, rec.seq)
+        self._notifications.add(e.notification_id)
+        for task in targets:
+            self.tasks[task].notifications[e.notification_id] = Queued(
+                e.notification_id, rec.seq, e.source, e.kind, e.text
+            )
+
+    def _schedule(self, rec: Recorded) -> None:
+        e = rec.event
+        current = self.schedules.get(e.schedule_id)
+        prior = None if current is None else (current.removed_seq, current.last_fire_time)
+        if isinstance(e, ScheduleAdded):
+            rules.schedule_added(prior, e.schedule_id, rec.seq)
+            self.schedules[e.schedule_id] = schedule_added(rec)
+        elif isinstance(e, ScheduleRemoved):
+            rules.schedule_live(prior, e.schedule_id, rec.seq)
+            self.schedules[e.schedule_id] = current._replace(removed_seq=rec.seq)
+        else:
+            rules.schedule_fired(prior, e.schedule_id, e.fire_time, rec.seq)
+            self.schedules[e.schedule_id] = current._replace(
+                fired=current.fired + 1, last_fire_time=e.fire_time, last_task_id=e.task_id
+            )
+
+    def states(self) -> dict[str, TaskState]:
+        return {task_id: b.build() for task_id, b in self.tasks.items()}
 
 
 def _latest_index(artifacts: list[Artifact], path: str) -> int | None:
@@ -316,10 +457,13 @@ def _latest_index(artifacts: list[Artifact], path: str) -> int | None:
 
 
 def fold(records: Iterable[Recorded]) -> dict[str, TaskState]:
-    """The state of every task in `records`, which must be in log order."""
-    builders: dict[str, _Builder] = {}
+    """The state of every task in `records`, which must be in log order, with its queue and jobs."""
+    return fold_all(records).states()
+
+
+def fold_all(records: Iterable[Recorded], only: str | None = None) -> Fold:
+    """Tasks and schedules folded from `records`, in log order (see `Fold` for `only`)."""
+    folded = Fold(only)
     for rec in records:
-        if not is_task_event(rec):
-            continue
-        builders.setdefault(rec.stream_id, _Builder()).apply(rec)
-    return {task_id: b.build() for task_id, b in builders.items()}
+        folded.apply(rec)
+    return folded

@@ -12,7 +12,18 @@ from pathlib import Path
 
 from store import EventStore
 from store.migrate import head_revision
-from store.events import ArtifactRead, ModelCalled, TaskPhase, TaskPhaseChanged
+from store.events import (
+    NOTIFICATIONS_STREAM,
+    AdmittedNotification,
+    ArtifactRead,
+    JobFinished,
+    JobStarted,
+    ModelCalled,
+    NotificationEnqueued,
+    NotificationsAdmitted,
+    TaskPhase,
+    TaskPhaseChanged,
+)
 
 
 def submit(agentd, goal: str, *extra: str) -> str:
@@ -57,6 +68,34 @@ def test_task_show_at_a_seq_shows_the_state_back_then(agentd, isolated: Path) ->
     assert now["summary"]["steps"] == 1 and now["artifacts"][0]["path"] == "a.txt"
     until = agentd("replay", "--until", "1")
     assert until.returncode == 0 and "submitted" in until.stdout and "running" not in until.stdout
+
+
+def test_task_show_at_and_replay_until_show_the_queue_and_jobs_back_then(agentd, isolated: Path) -> None:
+    task_id = submit(agentd, "goal")
+    with EventStore(f"sqlite:///{isolated / '.agentd' / 'agentd.db'}") as store:
+        store.append(task_id, [JobStarted(job_id="j-00000001", call_id="c1", command="make check")])  # 2
+        store.append(NOTIFICATIONS_STREAM, [NotificationEnqueued(  # 3
+            notification_id="n-1", source="operator", kind="note", tasks=(task_id,), text="the build is green",
+        )])
+        store.append(task_id, [NotificationsAdmitted(call_index=1, items=(AdmittedNotification(  # 4
+            notification_id="n-1", source="operator", kind="note", text="the build is green",
+        ),))])
+        store.append(task_id, [JobFinished(job_id="j-00000001", exit_code=0)])  # 5
+    at_3 = json.loads(agentd("task", "show", task_id, "--at", "3", "--json").stdout)
+    assert [(n["notification_id"], n["admitted_call"]) for n in at_3["notifications"]] == [("n-1", None)]
+    assert [(j["job_id"], j["finished_seq"]) for j in at_3["jobs"]] == [("j-00000001", None)]
+    table = agentd("task", "show", task_id, "--at", "3").stdout
+    assert "the build is green" in table and "waiting" in table and "running" in table
+    now = json.loads(agentd("task", "show", task_id, "--json").stdout)
+    assert [(n["notification_id"], n["admitted_call"]) for n in now["notifications"]] == [("n-1", 1)]
+    assert [(j["job_id"], j["exit_code"], j["finished_seq"]) for j in now["jobs"]] == [("j-00000001", 0, 5)]
+    assert "request 1" in agentd("task", "show", task_id).stdout
+    until = json.loads(agentd("replay", "--until", "3", "--json").stdout)
+    assert [n["notification_id"] for n in until["notifications"][task_id]] == ["n-1"]
+    assert until["jobs"][task_id][0]["finished_seq"] is None
+    lines = agentd("replay", "--until", "3").stdout.splitlines()
+    assert lines[1].split()[:5] == ["ID", "PHASE", "STEPS", "QUEUED", "JOBS"]
+    assert lines[2].split()[:5] == [task_id, "submitted", "0", "1", "1"]
 
 
 def test_events_list_filters_by_task_and_type(agentd) -> None:

@@ -1,4 +1,5 @@
-"""For any sequence of task events, the live projections equal the pure fold of the log, and replay agrees."""
+"""For any sequence of task and harness events, the live projections equal the pure fold of the log, and
+replay agrees: tasks, approvals and artifacts, and the queue, jobs and schedules."""
 
 from __future__ import annotations
 
@@ -7,18 +8,28 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from store import EventStore, fold, log
+from store import EventStore, log
 from store.events import (
+    NOTIFICATIONS_STREAM,
+    SCHEDULES_STREAM,
+    AdmittedNotification,
     ApprovalDenied,
     ApprovalGranted,
     ApprovalRequested,
     ArtifactDeleted,
     ArtifactRead,
     ArtifactWritten,
+    JobFinished,
+    JobStarted,
     ModelCalled,
+    NotificationEnqueued,
+    NotificationsAdmitted,
+    ScheduleAdded,
+    ScheduleFired,
+    ScheduleRemoved,
     SkillActivated,
     TaskPhase,
     TaskPhaseChanged,
@@ -28,6 +39,8 @@ from store.events import (
     ToolCallProposed,
 )
 from store.replay import verify
+from store.state import Schedule, fold_all
+from store.tables import ScheduleRow
 
 PATHS = ["a.py", "b.py", "docs/c.md"]
 HEX = "0123456789abcdef"
@@ -35,7 +48,8 @@ HEX = "0123456789abcdef"
 step = st.tuples(
     st.integers(0, 3),  # which task
     st.sampled_from(
-        ["phase", "model", "propose", "execute", "request", "grant", "deny", "read", "write", "delete", "tests", "skill"]
+        ["phase", "model", "propose", "execute", "request", "grant", "deny", "read", "write", "delete", "tests", "skill",
+         "notify", "admit", "job", "job_end", "schedule", "fire", "unschedule"]
     ),
     st.integers(0, 10_000),  # a number the event uses for its fields
     st.booleans(),  # end this append here (so batches of every size happen)
@@ -48,9 +62,57 @@ class Model:
     def __init__(self) -> None:
         self.pending: dict[str, list[str]] = {}
         self.approvals = 0
+        self.queued: dict[str, list[str]] = {}
+        self.notifications = 0
+        self.running: dict[str, list[str]] = {}
+        self.jobs = 0
+        self.schedules: list[str] = []
+        self.fired: dict[str, int] = {}
+        self.made_schedules = 0
+
+    def system_event(self, task: str, kind: str, n: int):
+        """(stream, event) for the harness kinds that are recorded outside the task's stream, else None."""
+        if kind == "notify":
+            self.notifications += 1
+            nid = f"n-{self.notifications}"
+            self.queued.setdefault(task, []).append(nid)
+            return NOTIFICATIONS_STREAM, NotificationEnqueued(
+                notification_id=nid, source="operator", kind="note", tasks=(task,), text=f"note {n}",
+                dedupe_key=f"k{n % 2}" if n % 3 else None,
+            )
+        if kind == "schedule":
+            self.made_schedules += 1
+            sid = f"s-{self.made_schedules}"
+            self.schedules.append(sid)
+            return SCHEDULES_STREAM, ScheduleAdded(schedule_id=sid, cron="* * * * *", goal=f"g{n}", workspace="/w")
+        if kind == "fire" and self.schedules:
+            sid = self.schedules[n % len(self.schedules)]
+            self.fired[sid] = self.fired.get(sid, 0) + 1
+            return SCHEDULES_STREAM, ScheduleFired(
+                schedule_id=sid, fire_time=f"2026-01-01T00:{self.fired[sid]:02d}:00Z", task_id=task
+            )
+        if kind == "unschedule" and self.schedules:
+            return SCHEDULES_STREAM, ScheduleRemoved(schedule_id=self.schedules.pop(n % len(self.schedules)))
+        return None
 
     def event(self, task: str, kind: str, n: int):
         pending = self.pending.setdefault(task, [])
+        if kind == "admit" and self.queued.get(task):
+            waiting = self.queued.pop(task)
+            # The first waiting one stands for the rest, as a coalesced dedupe key would.
+            items = [AdmittedNotification(
+                notification_id=waiting[-1], source="operator", kind="note", text="n", coalesced=tuple(waiting[:-1])
+            )] if n % 2 else [
+                AdmittedNotification(notification_id=nid, source="operator", kind="note", text="n") for nid in waiting
+            ]
+            return NotificationsAdmitted(call_index=n % 7 + 1, items=tuple(items))
+        if kind == "job":
+            self.jobs += 1
+            self.running.setdefault(task, []).append(f"j-{self.jobs}")
+            return JobStarted(job_id=f"j-{self.jobs}", call_id=f"c{n}", command=f"sleep {n}")
+        if kind == "job_end" and self.running.get(task):
+            job_id = self.running[task].pop(n % len(self.running[task]))
+            return JobFinished(job_id=job_id, exit_code=n % 3 or None, output_ref=None if n % 2 else f"sha256:{n}")
         if kind == "phase":
             return TaskPhaseChanged(phase=list(TaskPhase)[n % len(TaskPhase)], reason=f"r{n}")
         if kind == "model":
@@ -92,8 +154,19 @@ def template_db():
     shutil.rmtree(folder)
 
 
+# Every harness kind at least once, in an order that lets each change something: random sequences
+# reach a job's end or a coalesced admission only now and then.
+EVERY_HARNESS_KIND = [
+    (0, "notify", 4, False), (0, "notify", 5, True), (1, "notify", 2, True), (0, "admit", 1, True),
+    (1, "admit", 2, True), (0, "job", 7, False), (0, "job_end", 2, True), (1, "job", 8, True),
+    (2, "schedule", 1, True), (2, "fire", 0, True), (2, "fire", 0, True), (2, "unschedule", 0, True),
+    (3, "request", 3, False), (3, "deny", 0, True),
+]
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(step, max_size=60))
+@example(steps=EVERY_HARNESS_KIND)
 def test_projections_equal_the_fold_of_the_log_for_any_event_sequence(steps, template_db: Path) -> None:
     folder = Path(tempfile.mkdtemp())
     try:
@@ -112,6 +185,12 @@ def test_projections_equal_the_fold_of_the_log_for_any_event_sequence(steps, tem
                 if task not in submitted:
                     submitted.add(task)
                     batch.setdefault(task, []).append(TaskSubmitted(goal=f"goal {index}", workspace="/w"))
+                system = model.system_event(task, kind, n)
+                if system is not None:
+                    # After the task's own pending events: a notification may only name a task that exists.
+                    flush(task)
+                    store.append(system[0], [system[1]])
+                    continue
                 event = model.event(task, kind, n)
                 if event is not None:
                     batch.setdefault(task, []).append(event)
@@ -122,10 +201,18 @@ def test_projections_equal_the_fold_of_the_log_for_any_event_sequence(steps, tem
 
             with store.reading() as conn:
                 records = list(log.iter_records(conn))
-                folded = fold(records)
+                folded = fold_all(records)
                 verify(conn, f"sqlite:///{folder / 'rebuilt.db'}")
-            assert set(folded) == submitted
-            for task, state in folded.items():
+                live_schedules = {
+                    row.schedule_id: Schedule(*(getattr(row, f) for f in Schedule._fields))
+                    for row in conn.execute(ScheduleRow.__table__.select())
+                }
+            states = folded.states()
+            assert set(states) == submitted
+            for task, state in states.items():
                 assert store.task(task) == state
+                last = records[-1].seq if records else 0
+                assert store.task_at(task, last) == state
+            assert live_schedules == folded.schedules
     finally:
         shutil.rmtree(folder)

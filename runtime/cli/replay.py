@@ -7,11 +7,15 @@ import tempfile
 import click
 
 from runtime.cli._app import App, json_option, pass_app
+from runtime.cli._lazy import lazy_function
 from runtime.output import echo_json, table
-from runtime.daemon.wiring import open_runtime
-from runtime.agent.rerun import rerun_recorded
 from store import replay as replaying
 from runtime.errors import RecordingMismatch
+
+# The agent loop and the daemon's wiring (the model) are for --recorded alone; a rebuild or --until
+# should not wait the second it takes to import them.
+open_runtime = lazy_function("runtime.daemon.wiring", "open_runtime")
+rerun_recorded = lazy_function("runtime.agent.rerun", "rerun_recorded")
 
 
 @click.command()
@@ -43,13 +47,32 @@ def replay(app: App, until: int | None, task_id: str | None, recorded: bool, as_
         return
     if until is not None:
         with store.reading() as conn:
-            states = replaying.states_until(conn, until)
+            folded = replaying.states_until(conn, until)
+        states = folded.states()
+        schedules = list(folded.schedules.values())
         if as_json:
-            echo_json({"until": until, "tasks": [s.summary for s in states.values()]})
+            echo_json({
+                "until": until,
+                "tasks": [s.summary for s in states.values()],
+                "notifications": {t: s.notifications for t, s in states.items() if s.notifications},
+                "jobs": {t: s.jobs for t, s in states.items() if s.jobs},
+                "schedules": schedules,
+            })
             return
-        rows = [(s.task_id, s.summary.phase, s.summary.steps, s.summary.last_seq, s.summary.goal) for s in states.values()]
+        rows = [
+            (s.task_id, s.summary.phase, s.summary.steps, len(s.waiting_notifications), len(s.running_jobs),
+             s.summary.last_seq, s.summary.goal)
+            for s in states.values()
+        ]
         click.echo(f"state as of event {until}:")
-        click.echo(table(rows, ["ID", "PHASE", "STEPS", "LAST SEQ", "GOAL"]))
+        click.echo(table(rows, ["ID", "PHASE", "STEPS", "QUEUED", "JOBS RUNNING", "LAST SEQ", "GOAL"]))
+        if schedules:
+            click.echo("\nschedules:")
+            click.echo(table(
+                [(s.schedule_id, s.cron, s.fired, s.last_fire_time, "removed" if s.removed_seq else "live")
+                 for s in schedules],
+                ["ID", "CRON", "FIRED", "LAST FIRE", "STATE"],
+            ))
         return
     with tempfile.TemporaryDirectory(dir=settings.data_dir, prefix="replay-") as scratch:
         with store.reading() as conn:

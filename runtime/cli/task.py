@@ -9,12 +9,10 @@ from pathlib import Path
 import anyio
 import click
 
-from runtime.agent import plugins
-from runtime.agent.loop import run_task
 from runtime.artifacts import ArtifactStore
 from runtime.cli._app import App, json_option, pass_app, task_options
+from runtime.cli._lazy import LazyModule, lazy_function
 from runtime.cli._watch import Watch
-from runtime.daemon.wiring import open_runtime
 from runtime.output import echo_json, fields_table, table
 from runtime.harness.tasks import cancel_task, submit_task
 from store import NO_STREAM
@@ -22,6 +20,12 @@ from runtime.errors import InvalidCommand, NotFound
 from store.events import AnswerGiven, ModelCalled, TaskEscalated, TaskPhase, TaskPhaseChanged
 from store.ids import new_task_id
 from store.state import TaskState
+
+# The profiles (every tool), the agent loop and the daemon's wiring (the model) take most of a second to
+# import; only `task submit` and `task run` use them, so `task list` and `task show` never load them.
+plugins = LazyModule("runtime.agent.plugins")
+run_task = lazy_function("runtime.agent.loop", "run_task")
+open_runtime = lazy_function("runtime.daemon.wiring", "open_runtime")
 
 
 @click.group()
@@ -211,8 +215,27 @@ def render_state(state: TaskState) -> str:
             [(a.seq, a.operation, a.size, (a.sha256 or "")[:12], a.test_status, a.path) for a in state.artifacts],
             ["SEQ", "OP", "SIZE", "SHA256", "TESTS", "PATH"],
         ),
+        "",
+        "notifications:",
+        table(
+            [(n.seq, n.source, _admission(n), n.text) for n in state.notifications],
+            ["SEQ", "SOURCE", "ADMITTED", "TEXT"],
+        ),
+        "",
+        "jobs:",
+        table(
+            [(j.job_id, j.started_seq, "running" if j.finished_seq is None else f"exit {j.exit_code}", j.command)
+             for j in state.jobs],
+            ["ID", "STARTED", "STATE", "COMMAND"],
+        ),
     ]
     return "\n".join(parts)
+
+
+def _admission(n) -> str:
+    if n.coalesced_into:
+        return f"coalesced into {n.coalesced_into}"
+    return "waiting" if n.admitted_call is None else f"request {n.admitted_call}"
 
 
 @task.command()

@@ -1,0 +1,83 @@
+"""The rules an append must keep, as pure checks on the state it changes.
+
+The live projector (against rows it reads from the tables) and the in-memory fold (against what it
+has folded so far) call these same functions, so they refuse the same appends with the same words.
+Each takes the prior state of the one thing the event changes, in the smallest form both folds hold,
+and raises `StoreError` when the event may not follow it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from store.errors import StoreError
+
+# The state of one notification for one task before it is admitted: (admitted call, coalesced into).
+PENDING: tuple[int | None, str | None] = (None, None)
+
+
+def task_submitted(known: bool, task_id: str, seq: int) -> None:
+    if known:
+        raise StoreError(f"task {task_id} was already submitted (event {seq})")
+
+
+def task_exists(known: bool, task_id: str, seq: int, type_name: str) -> None:
+    if not known:
+        raise StoreError(f"event {seq} ({type_name}) is for {task_id!r}, which is not a submitted task")
+
+
+def approval_requested(prior: tuple[str, str] | None, approval_id: str, seq: int) -> None:
+    """`prior` is (task id, status) of an approval with this id, if there is one."""
+    if prior is not None:
+        raise StoreError(f"approval {approval_id} was already requested (event {seq})")
+
+
+def approval_decided(prior: tuple[str, str] | None, task_id: str, approval_id: str, seq: int) -> None:
+    if prior != (task_id, "pending"):
+        raise StoreError(f"event {seq} decides approval {approval_id}, which is not pending")
+
+
+def notification_enqueued(known: bool, unknown_tasks: Iterable[str], notification_id: str, seq: int) -> None:
+    if known:
+        raise StoreError(f"notification {notification_id} was already enqueued (event {seq})")
+    unknown = list(unknown_tasks)
+    if unknown:
+        raise StoreError(f"notification {notification_id} names tasks that do not exist: {unknown}")
+
+
+def notification_admitted(prior: tuple | None, task_id: str, notification_id: str, seq: int) -> None:
+    """`prior` is the (admitted call, coalesced into) of the notification for the task, None if it never had it."""
+    if prior != PENDING:
+        raise StoreError(
+            f"event {seq} admits notification {notification_id} into {task_id}, which has it "
+            "admitted already or never had it"
+        )
+
+
+def schedule_added(prior: tuple | None, schedule_id: str, seq: int) -> None:
+    """`prior` is the schedule's (removed seq, last fire time), None if there is no such schedule."""
+    if prior is not None:
+        raise StoreError(f"schedule {schedule_id} already exists (event {seq})")
+
+
+def schedule_live(prior: tuple | None, schedule_id: str, seq: int) -> tuple:
+    if prior is None or prior[0] is not None:
+        raise StoreError(f"schedule {schedule_id} does not exist or was removed (event {seq})")
+    return prior
+
+
+def schedule_fired(prior: tuple | None, schedule_id: str, fire_time: str, seq: int) -> None:
+    last = schedule_live(prior, schedule_id, seq)[1]
+    if last is not None and fire_time <= last:
+        raise StoreError(f"schedule {schedule_id} already fired for {last}; {fire_time} is not later (event {seq})")
+
+
+def job_started(finished: bool | None, job_id: str, seq: int) -> None:
+    """`finished` is None for no such job, False while it runs, True once it has finished."""
+    if finished is not None:
+        raise StoreError(f"job {job_id} was already started (event {seq})")
+
+
+def job_finished(finished: bool | None, job_id: str, seq: int) -> None:
+    if finished is not False:
+        raise StoreError(f"job {job_id} is not running (event {seq})")
