@@ -10,40 +10,16 @@ notification, so each is admitted exactly once into a request of each task it co
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
 from typing import Any, Sequence
-
-from sqlalchemy import Connection, func, select
 
 from store import EventStore
 from store.events import NOTIFICATIONS_STREAM, AdmittedNotification, NotificationEnqueued
-from store.tables import NotificationRow, NotificationTargetRow
+from store.queries.notifications import Listed, Pending, depth, listing, pending
 
-notifications = NotificationRow.__table__
-targets = NotificationTargetRow.__table__
-
-
-@dataclass(frozen=True)
-class Pending:
-    notification_id: str
-    seq: int
-    source: str
-    kind: str
-    text: str
-    dedupe_key: str | None
-
-
-@dataclass(frozen=True)
-class Listed:
-    notification_id: str
-    seq: int
-    enqueued_at: str
-    source: str
-    kind: str
-    text: str
-    task_id: str
-    admitted_call: int | None
-    coalesced_into: str | None
+# The queue's reads live with its tables in the store; they are the queue's surface all the same.
+__all__ = [
+    "Listed", "Pending", "depth", "drain", "enqueue", "enqueue_async", "listing", "new_notification", "pending",
+]
 
 
 def new_notification(
@@ -72,20 +48,6 @@ async def enqueue_async(store: EventStore, notifications_: Sequence[Notification
         await store.append_async(NOTIFICATIONS_STREAM, list(notifications_), actor="agentd")
 
 
-def pending(conn: Connection, task_id: str) -> list[Pending]:
-    """What waits for `task_id`, oldest first."""
-    rows = conn.execute(
-        select(
-            notifications.c.notification_id, notifications.c.seq, notifications.c.source, notifications.c.kind,
-            notifications.c.text, notifications.c.dedupe_key,
-        )
-        .join(targets, targets.c.notification_id == notifications.c.notification_id)
-        .where(targets.c.task_id == task_id, targets.c.admitted_call.is_(None))
-        .order_by(notifications.c.seq)
-    )
-    return [Pending(*row) for row in rows]
-
-
 def drain(waiting: Sequence[Pending]) -> tuple[AdmittedNotification, ...]:
     """Pending notifications as admitted into one request: in seq order, each dedupe key once.
 
@@ -106,25 +68,3 @@ def drain(waiting: Sequence[Pending]) -> tuple[AdmittedNotification, ...]:
             notification_id=p.notification_id, source=p.source, kind=p.kind, text=p.text, coalesced=coalesced,
         ))
     return tuple(admitted)
-
-
-def listing(conn: Connection, task_id: str | None = None, limit: int | None = None) -> list[Listed]:
-    q = (
-        select(
-            notifications.c.notification_id, notifications.c.seq, notifications.c.enqueued_at, notifications.c.source,
-            notifications.c.kind, notifications.c.text, targets.c.task_id, targets.c.admitted_call,
-            targets.c.coalesced_into,
-        )
-        .join(targets, targets.c.notification_id == notifications.c.notification_id)
-        .order_by(notifications.c.seq.desc(), targets.c.task_id)
-    )
-    if task_id is not None:
-        q = q.where(targets.c.task_id == task_id)
-    if limit is not None:
-        q = q.limit(limit)
-    return [Listed(*row) for row in conn.execute(q)][::-1]
-
-
-def depth(conn: Connection) -> int:
-    """Notifications waiting for some task's next request."""
-    return conn.execute(select(func.count()).select_from(targets).where(targets.c.admitted_call.is_(None))).scalar_one()

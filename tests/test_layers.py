@@ -97,3 +97,64 @@ def test_the_layer_check_sees_an_upward_import(tmp_path: Path) -> None:
     path.write_text("from runtime.agent.loop import run_task\n")
     [(line, target)] = imports(path, "store.leak")
     assert line == 1 and layer(target)[0] > layer("store.leak")[0]
+
+
+# -- all SQL behind the store ------------------------------------------------------------------------
+
+# What builds a statement: a module that needs one asks a query function in store/ instead.
+SQL_BUILDERS = frozenset({"select", "func", "insert", "update", "delete", "text"})
+
+
+def sql_reaches(path: Path) -> list[tuple[int, str]]:
+    """Where `path` imports the store's tables or sqlalchemy's statement builders: (line, what) pairs."""
+    out: list[tuple[int, str]] = []
+    aliases = set()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names
+                    if a.name == "store.tables" or a.name.startswith("store.tables.")]
+            aliases |= {a.asname or a.name for a in node.names if a.name.split(".")[0] == "sqlalchemy"}
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            base = node.module or ""
+            if base == "store.tables":
+                out += [(node.lineno, f"store.tables.{a.name}") for a in node.names]
+            elif base == "store":
+                out += [(node.lineno, "store.tables") for a in node.names if a.name == "tables"]
+            elif base.split(".")[0] == "sqlalchemy":
+                out += [(node.lineno, f"{base}.{a.name}") for a in node.names if a.name in SQL_BUILDERS]
+    for node in ast.walk(tree):
+        # `import sqlalchemy as sa` then `sa.select(...)`: the builder is reached through the module.
+        if (isinstance(node, ast.Attribute) and node.attr in SQL_BUILDERS
+                and isinstance(node.value, ast.Name) and node.value.id in aliases):
+            out.append((node.lineno, f"{node.value.id}.{node.attr}"))
+    return sorted(out)
+
+
+def sql_outside_the_store() -> list[str]:
+    return [
+        f"{path.relative_to(REPO)}:{line} {module} imports {what}"
+        for module, path in sorted(MODULES.items())
+        if layer(module)[1] != "store"
+        for line, what in sql_reaches(path)
+    ]
+
+
+def test_no_module_outside_the_store_reads_its_tables_or_builds_sql() -> None:
+    bad = sql_outside_the_store()
+    assert not bad, "SQL outside store/ (add a query function to store/queries/ instead):\n" + "\n".join(bad)
+
+
+def test_the_sql_check_sees_a_table_import_and_a_statement_builder(tmp_path: Path) -> None:
+    """The check itself: a table import, a `select` and a `sqlalchemy.func` are each named with their line."""
+    path = tmp_path / "leak.py"
+    path.write_text(
+        "import sqlalchemy\n"
+        "from sqlalchemy import Connection, select\n"
+        "from store.tables import TaskRow\n"
+        "from store import tables\n"
+        "n = sqlalchemy.func.count()\n"
+    )
+    assert sql_reaches(path) == [
+        (2, "sqlalchemy.select"), (3, "store.tables.TaskRow"), (4, "store.tables"), (5, "sqlalchemy.func"),
+    ]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from notifications import queue
 from runtime import logs
@@ -23,7 +23,9 @@ from store import EventStore
 from store.errors import ConcurrencyConflict, StoreError
 from store.events import JobFinished, JobStarted, ToolCallExecuted, ToolCallStarted
 from store.log import iter_records
-from store.tables import JobRow, NotificationRow, TaskRow
+from store.queries.jobs import finished_jobs, job_recorded, unfinished_jobs
+from store.queries.notifications import dedupe_keys
+from store.queries.tasks import standing
 
 log = logs.get_logger("agentd.jobs")
 
@@ -40,11 +42,6 @@ UNKNOWN = "agentd stopped while the job ran; its outcome is unknown"
 # Set in each job's environment, so that recovery can tell the job's leftover processes from others.
 MARKER = "AGENTD_JOB_ID"
 COMMAND_CHARS = 60
-
-jobs = JobRow.__table__
-notifications = NotificationRow.__table__
-tasks = TaskRow.__table__
-
 
 # -- the tool --------------------------------------------------------------------------------------
 
@@ -214,7 +211,7 @@ class JobRunner:
         deadline = time.monotonic() + self.record_wait_s
         while True:
             with self.store.reading() as conn:
-                if conn.execute(select(jobs.c.job_id).where(jobs.c.job_id == job_id)).first() is not None:
+                if job_recorded(conn, job_id):
                     return True
             if self._stopping.is_set() or time.monotonic() >= deadline:
                 return False
@@ -303,9 +300,7 @@ class JobRunner:
         to a crash between the two appends gets it now. Call before this runner takes any job.
         """
         with self.store.reading() as conn:
-            orphans = conn.execute(
-                select(jobs.c.job_id, jobs.c.task_id, jobs.c.command).where(jobs.c.finished_seq.is_(None))
-            ).all()
+            orphans = unfinished_jobs(conn)
         marked = []
         for job_id, task_id, command in orphans:
             if job_id in self.running():
@@ -325,17 +320,11 @@ class JobRunner:
 
     def _notify_lost(self) -> None:
         with self.store.reading() as conn:
-            told = set(conn.execute(
-                select(notifications.c.dedupe_key).where(notifications.c.source == "job")
-            ).scalars())
-            finished = conn.execute(
-                select(jobs.c.job_id, jobs.c.task_id, jobs.c.command, jobs.c.finished_seq)
-                .where(jobs.c.finished_seq.is_not(None))
-            ).all()
+            told = dedupe_keys(conn, "job")
             lost = [
-                (task_id, command, _event_at(conn, seq))
-                for job_id, task_id, command, seq in finished
-                if dedupe_key(job_id) not in told
+                (job.task_id, job.command, _event_at(conn, job.finished_seq))
+                for job in finished_jobs(conn)
+                if dedupe_key(job.job_id) not in told
             ]
         for task_id, command, event in lost:
             log.info("enqueueing a job notification lost to a stop", task_id=task_id, job_id=event.job_id)
@@ -394,9 +383,11 @@ def _duration(seconds: float) -> str:
 
 def _activity(conn: Connection, task_id: str) -> tuple[int, bool]:
     """The task's stream version, and whether one of its tool calls is running now."""
-    phase, version = conn.execute(select(tasks.c.phase, tasks.c.version).where(tasks.c.task_id == task_id)).one()
+    found = standing(conn, task_id)
+    if found is None:
+        raise StoreError(f"no task {task_id!r} for a job to report to")
     # Waiting for a person or finished: a call left open by a crash is not running.
-    return version, phase == "running" and bool(_open_calls(conn, task_id))
+    return found.version, found.phase == "running" and bool(_open_calls(conn, task_id))
 
 
 def _open_calls(conn: Connection, task_id: str) -> dict[str, str]:

@@ -13,7 +13,7 @@ from typing import Callable
 import anyio
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from runtime import logs
 from runtime.harness.tasks import submit_task
@@ -23,7 +23,7 @@ from runtime.errors import InvalidCommand, NotFound
 from store.events import SCHEDULES_STREAM, ScheduleAdded, ScheduleFired, ScheduleRemoved
 from store.ids import new_task_id
 from store.log import stream_version
-from store.tables import EventRow, ScheduleRow, TaskRow
+from store.queries import schedules as stored
 
 log = logs.get_logger("agentd.schedules")
 
@@ -35,11 +35,6 @@ EFFECTS = ("read", "write", "external")
 _TICK = timedelta(microseconds=1)
 _SECOND = timedelta(seconds=1)
 _WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
-
-schedules = ScheduleRow.__table__
-events = EventRow.__table__
-tasks = TaskRow.__table__
-
 
 # -- cron expressions -----------------------------------------------------------------------------
 
@@ -199,46 +194,23 @@ def _parse(text: str) -> datetime:
     return datetime.fromisoformat(text).astimezone(UTC)
 
 
-_COLUMNS = (
-    schedules.c.schedule_id, schedules.c.cron, schedules.c.timezone, schedules.c.goal, schedules.c.workspace,
-    schedules.c.profile, schedules.c.tenant, schedules.c.allowed_effects, events.c.recorded_at,
-    schedules.c.removed_seq, schedules.c.fired, schedules.c.last_fire_time, schedules.c.last_task_id,
-)
-
-
-def _query():
-    return select(*_COLUMNS).join(events, events.c.seq == schedules.c.added_seq).order_by(schedules.c.added_seq)
-
-
-def _schedule(row) -> Schedule:
-    (sid, cron, tz, goal, workspace, profile, tenant, effects, added_at, removed_seq, fired, last_fire, last_task) = row
-    return Schedule(
-        sid, cron, tz, goal, workspace, profile, tenant, tuple(effects.split(",")), added_at,
-        removed_seq is not None, fired, last_fire, last_task,
-    )
+def _schedule(record: stored.ScheduleRecord) -> Schedule:
+    return Schedule(**record._asdict())
 
 
 def load_schedules(conn: Connection, *, include_removed: bool = False) -> list[Schedule]:
     """Schedules in the order they were added; removed ones only when asked."""
-    q = _query()
-    if not include_removed:
-        q = q.where(schedules.c.removed_seq.is_(None))
-    return [_schedule(row) for row in conn.execute(q)]
+    return [_schedule(r) for r in stored.list_schedules(conn, include_removed=include_removed)]
 
 
 def load_schedule(conn: Connection, schedule_id: str) -> Schedule | None:
-    row = conn.execute(_query().where(schedules.c.schedule_id == schedule_id)).fetchone()
-    return None if row is None else _schedule(row)
+    found = stored.load_schedule(conn, schedule_id)
+    return None if found is None else _schedule(found)
 
 
 def unsubmitted(conn: Connection) -> list[Schedule]:
     """Schedules (removed ones too) whose latest firing is recorded but its task is not: a crash between the appends."""
-    q = (
-        _query()
-        .outerjoin(tasks, tasks.c.task_id == schedules.c.last_task_id)
-        .where(schedules.c.last_task_id.is_not(None), tasks.c.task_id.is_(None))
-    )
-    return [_schedule(row) for row in conn.execute(q)]
+    return [_schedule(r) for r in stored.unsubmitted(conn)]
 
 
 # -- commands, as pure decisions ------------------------------------------------------------------

@@ -8,7 +8,6 @@ down are told at start, to each running task whose pinned catalog differs from t
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -17,7 +16,6 @@ from typing import Mapping, Sequence
 
 import anyio
 from anyio import to_thread
-from sqlalchemy import select
 from anyio.abc import TaskStatus
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
@@ -28,10 +26,7 @@ from runtime.skills import activation, catalog
 from runtime import logs
 from store import EventStore
 from store.events import NotificationEnqueued, SkillCatalogPinned, TaskPhase
-from store.tables import NotificationRow, NotificationTargetRow
-
-notifications_t = NotificationRow.__table__
-targets_t = NotificationTargetRow.__table__
+from store.queries.notifications import sent
 
 log = logs.get_logger("agentd.catalog_watcher")
 
@@ -114,14 +109,9 @@ class CatalogWatcher:
 
     def _told_fingerprints(self) -> dict[str, str]:
         """The catalog fingerprint each task was last told of, from the queue's own tables."""
-        q = (
-            select(targets_t.c.task_id, notifications_t.c.payload)
-            .join(notifications_t, notifications_t.c.notification_id == targets_t.c.notification_id)
-            .where(notifications_t.c.source == "skill_catalog")
-            .order_by(notifications_t.c.seq)
-        )
         with self.store.reading() as conn:
-            return {task_id: json.loads(payload).get("fingerprint") for task_id, payload in conn.execute(q)}
+            # In enqueue order, so each task keeps the latest it was told.
+            return {s.task_id: s.payload.get("fingerprint") for s in sent(conn, "skill_catalog")}
 
     def _running_tasks(self) -> list[str]:
         # A submitted task has not pinned a catalog yet: it will see the new one, nothing to tell.

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection
 
 from runtime.harness import timeline
 from runtime.agent.loop import arguments_hash
@@ -22,12 +22,9 @@ from store.events import (
     TaskPhase,
     ToolCallProposed,
 )
+from store.queries.approvals import count_pending, recently_decided
+from store.queries.tasks import newest_summaries
 from store.state import Approval, TaskSummary
-from store.tables import ApprovalRow, EventRow, TaskRow
-
-approvals_t = ApprovalRow.__table__
-events_t = EventRow.__table__
-tasks_t = TaskRow.__table__
 
 TASKS_SHOWN = 500
 RECENT_DECISIONS = 10
@@ -82,10 +79,7 @@ def cut(text: str, limit: int) -> tuple[str, str | None]:
 
 def frame(conn: Connection) -> dict[str, Any]:
     """What every page carries: the pending count for the navigation and the snapshot's last seq."""
-    pending = conn.execute(
-        select(func.count()).select_from(approvals_t).where(approvals_t.c.status == "pending")
-    ).scalar_one()
-    return {"pending": pending, "last_seq": log.last_seq(conn)}
+    return {"pending": count_pending(conn), "last_seq": log.last_seq(conn)}
 
 
 # -- approvals -----------------------------------------------------------------------------------
@@ -116,17 +110,6 @@ class Pending:
     call_index: int | None
 
 
-@dataclass(frozen=True)
-class Decided:
-    approval_id: str
-    task_id: str
-    tool: str
-    status: str
-    by: str
-    reason: str
-    at: str
-
-
 def approvals_page(store: EventStore, tools: ToolRegistry | None, done: str | None = None) -> dict[str, Any]:
     now = datetime.now(UTC)
     with store.reading() as conn:
@@ -139,7 +122,8 @@ def approvals_page(store: EventStore, tools: ToolRegistry | None, done: str | No
             if found is not None and found[1].status != "pending":
                 a = found[1]
                 flash = f"{a.approval_id} ({a.tool}) was {a.status} by {a.decided_by}."
-        return {**frame(conn), "approvals": pending, "decided": _recently_decided(conn), "flash": flash}
+        decided = recently_decided(conn, RECENT_DECISIONS)
+        return {**frame(conn), "approvals": pending, "decided": decided, "flash": flash}
 
 
 def _pending(conn: Connection, task_id: str, a: Approval, tools: ToolRegistry | None, now: datetime) -> Pending:
@@ -192,31 +176,15 @@ def call_index(call_id: str) -> int | None:
     return int(digits) if digits.isdigit() else None
 
 
-def _recently_decided(conn: Connection) -> list[Decided]:
-    rows = conn.execute(
-        select(
-            approvals_t.c.approval_id, approvals_t.c.task_id, approvals_t.c.tool, approvals_t.c.status,
-            approvals_t.c.decided_by, approvals_t.c.decision_reason, events_t.c.recorded_at,
-        )
-        .join(events_t, events_t.c.seq == approvals_t.c.decided_seq)
-        .where(approvals_t.c.decided_seq.is_not(None))
-        .order_by(approvals_t.c.decided_seq.desc())
-        .limit(RECENT_DECISIONS)
-    )
-    return [Decided(r[0], r[1], r[2], r[3], r[4] or "", r[5] or "", r[6]) for r in rows]
-
-
 # -- tasks ---------------------------------------------------------------------------------------
 
 
 def tasks_page(store: EventStore) -> dict[str, Any]:
-    fields = [tasks_t.c[n] for n in projections.SUMMARY_FIELDS]
     with store.reading() as conn:
-        rows = conn.execute(
-            select(*fields).order_by(tasks_t.c.submitted_at.desc(), tasks_t.c.task_id.desc()).limit(TASKS_SHOWN + 1)
-        ).all()
-        summaries = [TaskSummary(*r) for r in rows[:TASKS_SHOWN]]
-        return {**frame(conn), "tasks": summaries, "more": len(rows) > TASKS_SHOWN, "shown": TASKS_SHOWN}
+        # One more than shown, to know whether there are more.
+        summaries = newest_summaries(conn, TASKS_SHOWN + 1)
+        return {**frame(conn), "tasks": summaries[:TASKS_SHOWN], "more": len(summaries) > TASKS_SHOWN,
+                "shown": TASKS_SHOWN}
 
 
 @dataclass(frozen=True)

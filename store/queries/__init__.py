@@ -1,0 +1,1 @@
+"""The reads of the projection tables, next to the store that writes them: one module per table family."""
