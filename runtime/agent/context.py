@@ -70,6 +70,56 @@ class Transcript:
     last_result: Block | None = None
     paths: KnownPaths = field(default_factory=lambda: KnownPaths())
 
+    def apply(self, rec: Recorded) -> None:
+        """Take one more of the task's events into the history."""
+        e = rec.event
+        if isinstance(e, TaskSubmitted):
+            request = goal_text.blocks(e.goal)
+            self.entries += request
+            self.citable += [b.label for b in request if b.trust == "untrusted"]
+            if e.context:
+                self.entries.append(facts_block(e.context))
+        elif isinstance(e, EvidenceRetrieved):
+            self.entries += [evidence_block(item) for item in e.items]
+            self.evidence_ids += [item.cite for item in e.items]
+            self.citable += [item.cite for item in e.items]
+        elif isinstance(e, NotificationsAdmitted):
+            self.entries.append(notifications_block(e))
+            if any(i.source == "file_watcher" for i in e.items):
+                self.paths.read.clear()  # a file the task read has changed: it may read it again
+        elif isinstance(e, SkillActivated):
+            self.entries.append(skill_block(e))
+        elif isinstance(e, SkillActivationFailed):
+            self.entries.append(failure_block(e))
+        elif isinstance(e, ModelCalled):
+            self.calls = max(self.calls, e.call_index)
+            self.last_manifest = e.manifest or self.last_manifest
+        elif isinstance(e, ToolCallProposed):
+            self.entries.append(step_block(e))
+        elif isinstance(e, WorkspaceSurveyed):
+            # First, before the request: measured on the default model, a listing between the request
+            # and the decision drew its first call to whichever file the listing made salient.
+            self.entries.insert(0, survey_block(e))
+            self.citable.append("workspace")
+            self.paths.surveyed(e)
+        elif isinstance(e, ArtifactWritten):
+            # Written by the task: the content it holds is what it wrote, not what it read.
+            self.paths.files.add(e.path)
+            self.paths.read.discard(e.path)
+            self.changed_paths.append(e.path)
+        elif isinstance(e, ToolCallStarted) and "external" in e.effects:
+            self.paths.complete = False
+        elif isinstance(e, ToolCallExecuted):
+            self.paths.executed(e)
+            block = observation_block(e)
+            self.entries.append(block)
+            self.last_result = block
+            self.citable.append(block.label)
+            path = e.observation.get("path")
+            if e.status == "ok" and isinstance(path, str) and e.tool == "read_file":
+                self.read_paths.append(path)
+                self.citable.append(path)
+
 
 @dataclass
 class KnownPaths:
@@ -107,53 +157,7 @@ def rebuild(records: Iterable[Recorded]) -> tuple[Transcript, TaskSummary | None
     t = Transcript()
     summary: TaskSummary | None = None
     for rec in records:
-        e = rec.event
-        if isinstance(e, TaskSubmitted):
-            request = goal_text.blocks(e.goal)
-            t.entries += request
-            t.citable += [b.label for b in request if b.trust == "untrusted"]
-            if e.context:
-                t.entries.append(facts_block(e.context))
-        elif isinstance(e, EvidenceRetrieved):
-            t.entries += [evidence_block(item) for item in e.items]
-            t.evidence_ids += [item.cite for item in e.items]
-            t.citable += [item.cite for item in e.items]
-        elif isinstance(e, NotificationsAdmitted):
-            t.entries.append(notifications_block(e))
-            if any(i.source == "file_watcher" for i in e.items):
-                t.paths.read.clear()  # a file the task read has changed: it may read it again
-        elif isinstance(e, SkillActivated):
-            t.entries.append(skill_block(e))
-        elif isinstance(e, SkillActivationFailed):
-            t.entries.append(failure_block(e))
-        elif isinstance(e, ModelCalled):
-            t.calls = max(t.calls, e.call_index)
-            t.last_manifest = e.manifest or t.last_manifest
-        elif isinstance(e, ToolCallProposed):
-            t.entries.append(step_block(e))
-        elif isinstance(e, WorkspaceSurveyed):
-            # First, before the request: measured on the default model, a listing between the request
-            # and the decision drew its first call to whichever file the listing made salient.
-            t.entries.insert(0, survey_block(e))
-            t.citable.append("workspace")
-            t.paths.surveyed(e)
-        elif isinstance(e, ArtifactWritten):
-            # Written by the task: the content it holds is what it wrote, not what it read.
-            t.paths.files.add(e.path)
-            t.paths.read.discard(e.path)
-            t.changed_paths.append(e.path)
-        elif isinstance(e, ToolCallStarted) and "external" in e.effects:
-            t.paths.complete = False
-        elif isinstance(e, ToolCallExecuted):
-            t.paths.executed(e)
-            block = observation_block(e)
-            t.entries.append(block)
-            t.last_result = block
-            t.citable.append(block.label)
-            path = e.observation.get("path")
-            if e.status == "ok" and isinstance(path, str) and e.tool == "read_file":
-                t.read_paths.append(path)
-                t.citable.append(path)
+        t.apply(rec)
         if is_task_event(rec):
             summary = evolve(summary, rec)
     return t, summary

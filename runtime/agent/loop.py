@@ -7,10 +7,12 @@ One decision, in the order of seed 000's assembly cycle, each step a function be
   4. ranking and packing       (inside `knowledge.retrieve`, within the evidence budget)
   5. assembly with trust       (`context.assemble`: prefix + transcript + this turn, fenced data)
   6. a constrained proposal    (`model.acomplete` with the proposal's JSON schema)
-  7. validation and execution  (`proposal.validate`, then the tool executor)
+  7. validation and execution  (`judge`; then `decide.act` says what the action comes to, and the
+                               loop appends its events and performs its one side effect)
   8. recording                 (every step above is an event, appended with the expected version)
+Each decision folds the task's events once into a `TaskView` and extends it with its own appends.
 Everything the loop needs to continue is in the log, so a task resumes after a stop or a crash by
-reading its events; nothing lives only in memory.
+reading its events (`decide.settle`); nothing lives only in memory.
 """
 
 from __future__ import annotations
@@ -22,13 +24,15 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Mapping, Protocol, Sequence
 
 import anyio
 
 from notifications import queue
 from runtime.skills import activation
-from runtime.agent import context, knowledge, proposal
+from runtime.agent import context, decide, knowledge, proposal
+from runtime.agent.decide import arguments_hash  # noqa: F401  the page checks approvals with it
+from runtime.agent.view import TaskView
 from runtime import logs
 from runtime.agent import progress as progress_
 from runtime.artifacts import ArtifactStore, ref_for
@@ -36,8 +40,7 @@ from runtime.agent.blocks import Block
 from runtime.inference.model import Model
 from runtime.agent.profiles import Profile, catalog_block, catalog_counter, prefix_blocks
 from runtime.agent.progress import Progress
-from runtime.tools import FACT_ARTIFACT_REFS, ToolContext, ToolContract, ToolRegistry, execute
-from runtime.skills.tools import FACT_ACTIVE_SKILLS
+from runtime.tools import ToolContext, ToolContract, ToolRegistry, execute
 from runtime.tools.schema import inline_schema
 from runtime.tools.workspace import survey
 from store import EventStore
@@ -45,8 +48,6 @@ from store.errors import AgentdError, ConcurrencyConflict
 from runtime.errors import ContextOverflow, InferenceError
 from store.events import (
     AnswerGiven,
-    ApprovalDenied,
-    ApprovalGranted,
     ApprovalRequested,
     EvidenceItem,
     EvidenceRetrieved,
@@ -152,29 +153,30 @@ class _Runner:
     def __init__(self, rt: Runtime, task_id: str) -> None:
         self.rt = rt
         self.task_id = task_id
-        self.records: list[Recorded] = []
+        self.view = TaskView()
 
     # -- the log ---------------------------------------------------------------------------------
 
     def _load(self) -> None:
-        self.records = self.rt.store.read_stream(self.task_id)
-        if not self.records:
+        """One fold of the task's stream per decision; the decision's own appends extend it."""
+        self.view = TaskView.of(self.rt.store.read_stream(self.task_id))
+        if not self.view.records:
             raise AgentdError(f"no task {self.task_id!r}")
 
-    def _version(self) -> int:
-        return self.records[-1].stream_version
+    @property
+    def records(self) -> list[Recorded]:
+        return self.view.records
 
     async def _append(self, *events) -> list[Recorded]:
         """Append with the version we last saw: if anyone else moved the task, this fails, not them."""
         recorded = await self.rt.store.append_async(
-            self.task_id, list(events), expected_version=self._version(), actor="agentd"
+            self.task_id, list(events), expected_version=self.view.version, actor="agentd"
         )
-        self.records += recorded
+        self.view.extend(recorded)
         return recorded
 
     def phase(self) -> str:
-        _, summary = context.rebuild(self.records)
-        return summary.phase if summary else "unknown"
+        return self.view.summary.phase if self.view.summary else "unknown"
 
     # -- one decision ----------------------------------------------------------------------------
 
@@ -194,36 +196,36 @@ class _Runner:
 
     async def _step(self) -> None:
         self._load()
-        transcript, summary = context.rebuild(self.records)
-        assert summary is not None
-        phase = TaskPhase(summary.phase)
+        view = self.view
+        assert view.summary is not None
+        phase = TaskPhase(view.summary.phase)
         if phase.finished:
             raise Stop
-        if await self._recover_unknown_outcome():
-            return
-        if await self._settle_tool_call():
+        trusted = self._trusted()
+        settled = decide.settle(view, self._policy(trusted))
+        if settled is not None:
+            await self._carry_out(trusted, settled)
             return
         if phase is TaskPhase.AWAITING_APPROVAL:
             raise Stop
         if phase is TaskPhase.SUBMITTED:
             await self._append(TaskPhaseChanged(phase=TaskPhase.RUNNING, reason="started"))
-            transcript, summary = context.rebuild(self.records)
-        if transcript.calls >= summary.max_steps:
+        summary = view.summary
+        if view.transcript.calls >= summary.max_steps:
             await self._fail(f"step cap reached: {summary.max_steps} model calls")
             raise Stop
         if summary.tokens_used >= summary.max_tokens:
             await self._fail(f"token cap reached: {summary.tokens_used} of {summary.max_tokens} tokens")
             raise Stop
 
-        trusted = self._trusted()
-        call_index = transcript.calls + 1
+        call_index = view.transcript.calls + 1
         self._deciding = call_index
         self._report(call_index, "deciding")
         if call_index == 1:
             await self._pin_skills(trusted)
             await self._survey_workspace(trusted)
         kind = _decision_kind(summary, call_index)
-        await self._retrieve(trusted, transcript, call_index)
+        await self._retrieve(trusted, call_index)
         await self._admit_notifications(call_index)
         try:
             action = await self._propose(trusted, call_index, kind)
@@ -232,35 +234,62 @@ class _Runner:
             raise Stop from None
         if action is None:
             raise Stop
-        await self._act(trusted, call_index, action)
+        contract = self.rt.tools.get(action.tool).contract if isinstance(action, proposal.CallTool) else None
+        await self._carry_out(trusted, decide.act(view, call_index, action, contract, self._policy(trusted)))
 
     def _trusted(self) -> Trusted:
-        first = self.records[0]
+        first = self.view.submitted
         submitted = first.event
-        assert isinstance(submitted, TaskSubmitted)
         profile = self.rt.profiles.get(submitted.profile)
         if profile is None:
             raise AgentdError(f"task {self.task_id} uses profile {submitted.profile!r}, which is not loaded")
         return Trusted(self.task_id, first.actor, submitted.tenant, datetime.now(UTC), submitted, profile)
 
+    def _policy(self, trusted: Trusted) -> decide.Policy:
+        return decide.Policy(
+            now=trusted.now,
+            approval_ttl=self.rt.approval_ttl,
+            policy_version=trusted.profile.version,
+            new_approval_id=lambda: f"ap-{secrets.token_hex(4)}",
+        )
+
+    async def _carry_out(self, trusted: Trusted, decision: decide.Decision) -> None:
+        """The I/O of a decision: its events, then its one side effect."""
+        if decision.events:
+            await self._append(*decision.events)
+        for e in decision.events:
+            if isinstance(e, ApprovalRequested) and decision.waits:
+                log.info("approval requested", task_id=self.task_id, approval_id=e.approval_id, tool=e.tool)
+        effect = decision.effect
+        if isinstance(effect, decide.RunTool):
+            await self._execute(trusted, effect.proposed, approved=effect.approved)
+        elif isinstance(effect, decide.TakeInSkill):
+            pinned = self.view.pinned
+            assert pinned is not None, "judge accepts only skills of the task's catalog"
+            await self._append(
+                await anyio.to_thread.run_sync(activation.activate, pinned, effect.name, effect.call_index)
+            )
+        if decision.waits:
+            raise Stop
+
     async def _pin_skills(self, trusted: Trusted) -> None:
         """Before the first request: fix the task's skill catalog, and take in a skill the goal names
         with `/name`. Both are in the log, so a restart or a replay finds them there instead."""
-        pinned = activation.pinned_catalog(self.records)
+        pinned = self.view.pinned
         if pinned is None and self.rt.skill_roots:
             pinned = await anyio.to_thread.run_sync(
                 activation.pin, self.rt.skill_roots, self.rt.skills_budget_tokens, catalog_counter(self.rt.model.count)
             )
             await self._append(pinned)
         name = activation.user_request(trusted.submitted.goal, pinned)
-        if name is not None and name not in activation.active_skills(self.records):
+        if name is not None and name not in self.view.active:
             await self._append(await anyio.to_thread.run_sync(activation.activate, pinned, name, 0, "user"))
 
     async def _survey_workspace(self, trusted: Trusted) -> None:
         """Before the first request of a task with the file tools: the workspace's layout, recorded, so
         the model starts from the paths that exist (a small model otherwise guesses "README" or
         "/config/database" and loops on the errors) and a replay shows the listing it saw."""
-        if any(isinstance(r.event, WorkspaceSurveyed) for r in self.records):
+        if self.view.surveyed:
             return
         if not {"list_files", "read_file"} & set(offered_tools(self.rt, trusted)):
             return
@@ -275,13 +304,13 @@ class _Runner:
             actor=trusted.actor,
             workspace=Path(trusted.submitted.workspace),
             artifacts=self.rt.artifacts,
-            facts=facts_of(self.records),
+            facts=self.view.facts,
             protected=self.rt.protected,
         )
 
-    async def _retrieve(self, trusted: Trusted, transcript: context.Transcript, call_index: int) -> None:
+    async def _retrieve(self, trusted: Trusted, call_index: int) -> None:
         """Steps 3 and 4, recorded with the evidence's text so the task's later requests repeat it."""
-        items, left_out = retrieve_evidence(self.rt, trusted, transcript)
+        items, left_out = retrieve_evidence(self.rt, trusted, self.view.transcript)
         if items:
             await self._append(EvidenceRetrieved(call_index=call_index, items=items, left_out=left_out))
 
@@ -299,8 +328,8 @@ class _Runner:
         refusal steers the model instead of ending the task."""
         for attempt in range(1, context.LAST_ATTEMPT + 1):
             try:
-                request, schema, choices = build_request(
-                    self.rt, trusted, self.records, call_index, attempt, kind, store_prompt=True
+                request, schema, choices = request_for(
+                    self.rt, trusted, self.view, call_index, attempt, kind, store_prompt=True
                 )
             except InferenceError as e:  # the chat template refused the messages
                 await self._fail(f"the request for step {call_index} could not be built: {e}")
@@ -316,8 +345,7 @@ class _Runner:
             except InferenceError as e:
                 await self._fail(f"the model failed: {e}")
                 return None
-            previous = context.rebuild(self.records)[0].last_manifest
-            broken = context.prefix_break(previous, request.manifest)
+            broken = context.prefix_break(self.view.transcript.last_manifest, request.manifest)
             if broken is not None:
                 log.warning("prefix break", task_id=self.task_id, call_index=call_index, first_changed_block=broken)
             s = completion.stats
@@ -339,7 +367,7 @@ class _Runner:
                 )
             )
             try:
-                action = judge(completion.text, choices, self.records)
+                action = judge(completion.text, choices, self.view)
             except proposal.Rejected as e:
                 await self._append(ProposalRejected(call_index=call_index, attempt=attempt, error=str(e)))
                 continue
@@ -347,71 +375,11 @@ class _Runner:
             return action
         await self._fail(
             f"the model's proposal was refused {context.LAST_ATTEMPT} times at step {call_index}, the last time "
-            f"with only an answer or an escalation to choose: {_last_rejection(self.records)}"
+            f"with only an answer or an escalation to choose: {self.view.last_rejection}"
         )
         return None
 
-    # -- step 7: acting on an accepted proposal --------------------------------------------------
-
-    async def _act(self, trusted: Trusted, call_index: int, action: proposal.Action) -> None:
-        if isinstance(action, proposal.FinalAnswer):
-            await self._append(
-                AnswerGiven(answer=action.answer, sources=tuple(action.sources)),
-                TaskPhaseChanged(phase=TaskPhase.COMPLETED, reason="answered"),
-            )
-        elif isinstance(action, proposal.Escalate):
-            await self._append(
-                TaskEscalated(reason=action.reason),
-                TaskPhaseChanged(phase=TaskPhase.COMPLETED, reason=f"escalated: {action.reason}"),
-            )
-        elif isinstance(action, proposal.CallTool):
-            await self._call_tool(trusted, call_index, action)
-        elif isinstance(action, proposal.ActivateSkill):
-            pinned = activation.pinned_catalog(self.records)
-            assert pinned is not None, "judge accepts only skills of the task's catalog"
-            await self._append(await anyio.to_thread.run_sync(activation.activate, pinned, action.skill, call_index))
-
-    async def _call_tool(self, trusted: Trusted, call_index: int, action: proposal.CallTool) -> None:
-        tool = self.rt.tools.get(action.tool)
-        call_id = f"c{call_index}"
-        proposed = ToolCallProposed(call_id=call_id, tool=action.tool, arguments=action.arguments, reason=action.why)
-        skill = activation.pre_approver(activation.active_skills(self.records), action.tool)
-        if tool.contract.needs_approval and skill is not None:
-            # The skill's allowed-tools approved it in advance; the log says who did, like any approval.
-            approval_id = f"ap-{secrets.token_hex(4)}"
-            await self._append(
-                proposed,
-                ApprovalRequested(
-                    approval_id=approval_id,
-                    call_id=call_id,
-                    tool=action.tool,
-                    arguments_hash=arguments_hash(action.arguments),
-                    reason=action.why,
-                    policy_version=trusted.profile.version,
-                ),
-                ApprovalGranted(approval_id=approval_id, by=f"skill:{skill}"),
-            )
-            await self._execute(trusted, proposed, approved=True)
-            return
-        if tool.contract.needs_approval:
-            approval = ApprovalRequested(
-                approval_id=f"ap-{secrets.token_hex(4)}",
-                call_id=call_id,
-                tool=action.tool,
-                arguments_hash=arguments_hash(action.arguments),
-                reason=action.why,
-                expires_at=(trusted.now + self.rt.approval_ttl).isoformat(),
-                policy_version=trusted.profile.version,
-            )
-            await self._append(
-                proposed,
-                approval,
-                TaskPhaseChanged(phase=TaskPhase.AWAITING_APPROVAL, reason=f"{action.tool} needs approval"),
-            )
-            log.info("approval requested", task_id=self.task_id, approval_id=approval.approval_id, tool=action.tool)
-            raise Stop
-        await self._append(proposed)
-        await self._execute(trusted, proposed, approved=False)
+    # -- the one side effect of a decision: running a tool ---------------------------------------
 
     async def _execute(self, trusted: Trusted, proposed: ToolCallProposed, *, approved: bool) -> None:
         tool = self.rt.tools.get(proposed.tool)
@@ -427,123 +395,11 @@ class _Runner:
         ctx = self._tool_context(trusted)
         self._report(self._deciding or 0, "running_tool", detail=proposed.tool)
         outcome = await anyio.to_thread.run_sync(lambda: execute(tool, ctx, proposed.arguments, approved=approved))
-        await self._append(
-            ToolCallExecuted(
-                call_id=proposed.call_id,
-                tool=proposed.tool,
-                status=outcome.status if outcome.status in _STATUSES else "error",
-                observation=outcome.observation,
-                artifact_ref=outcome.artifact_ref,
-                attempts=outcome.attempts,
-                elapsed_s=round(outcome.elapsed_s, 4),
-            ),
-            *outcome.artifact_events,
-        )
-
-    # -- crash recovery --------------------------------------------------------------------------
-
-    async def _recover_unknown_outcome(self) -> bool:
-        """A tool call that started and has no result: agentd stopped while it ran, so nobody knows
-        whether it took effect. An idempotent tool simply runs again; any other waits for a person,
-        who approves running it again or denies it, and is never repeated silently."""
-        found = _started_without_result(self.records)
-        if found is None:
-            return False
-        proposed, started, after = found
-        trusted = self._trusted()
-        if started.idempotent:
-            log.info("rerunning a tool call whose outcome is unknown", task_id=self.task_id, call_id=proposed.call_id)
-            await self._execute(trusted, proposed, approved=True)
-            return True
-        request = next((e for e in after if isinstance(e, ApprovalRequested)), None)
-        if request is None:
-            await self._append(
-                ApprovalRequested(
-                    approval_id=f"ap-{secrets.token_hex(4)}",
-                    call_id=proposed.call_id,
-                    tool=proposed.tool,
-                    arguments_hash=arguments_hash(proposed.arguments),
-                    reason=f"outcome unknown: agentd stopped while {proposed.tool} ran; run it again?",
-                    expires_at=(trusted.now + self.rt.approval_ttl).isoformat(),
-                    policy_version=trusted.profile.version,
-                ),
-                TaskPhaseChanged(
-                    phase=TaskPhase.AWAITING_APPROVAL, reason=f"outcome of {proposed.tool} unknown after a stop"
-                ),
-            )
-            raise Stop
-        decision = _decision_for(self.records, request.approval_id)
-        if decision is None:
-            raise Stop
-        if isinstance(decision, ApprovalGranted):
-            await self._append(TaskPhaseChanged(phase=TaskPhase.RUNNING, reason=f"rerun approved by {decision.by}"))
-            await self._execute(trusted, proposed, approved=True)
-        else:
-            await self._append(
-                TaskPhaseChanged(phase=TaskPhase.RUNNING, reason=f"rerun of {proposed.tool} denied"),
-                ToolCallExecuted(
-                    call_id=proposed.call_id,
-                    tool=proposed.tool,
-                    status="outcome_unknown",
-                    observation={
-                        "error": "outcome_unknown",
-                        "message": f"{proposed.tool} may or may not have taken effect before agentd stopped; "
-                        "a person chose not to run it again",
-                    },
-                ),
-            )
-        return True
-
-    # -- approvals -------------------------------------------------------------------------------
-
-    async def _settle_tool_call(self) -> bool:
-        """If a proposed tool call waits on an approval that has been decided (or has expired), act on it."""
-        pending = _open_call(self.records)
-        if pending is None:
-            return False
-        proposed, request = pending
-        decision = _decision_for(self.records, request.approval_id)
-        trusted = self._trusted()
-        if decision is None:
-            if request.expires_at and datetime.fromisoformat(request.expires_at) <= trusted.now:
-                # Nobody answered in time: the default is no.
-                await self._append(ApprovalDenied(approval_id=request.approval_id, by="agentd", reason="expired"))
-                decision = self.records[-1].event
-            else:
-                return False
-        if isinstance(decision, ApprovalGranted) and arguments_hash(proposed.arguments) == request.arguments_hash:
-            await self._append(TaskPhaseChanged(phase=TaskPhase.RUNNING, reason=f"approved by {decision.by}"))
-            await self._execute(trusted, proposed, approved=True)
-        else:
-            reason = decision.reason if isinstance(decision, ApprovalDenied) else "arguments changed after approval"
-            await self._append(
-                TaskPhaseChanged(phase=TaskPhase.RUNNING, reason=f"{proposed.tool} denied"),
-                ToolCallExecuted(
-                    call_id=proposed.call_id,
-                    tool=proposed.tool,
-                    status="denied",
-                    observation={"error": "denied", "message": reason or "denied by a person"},
-                ),
-            )
-        return True
+        await self._append(outcome.executed(proposed.call_id), *outcome.artifact_events)
 
     async def _fail(self, reason: str) -> None:
         log.warning("task failed", task_id=self.task_id, reason=reason)
         await self._append(TaskPhaseChanged(phase=TaskPhase.FAILED, reason=reason))
-
-
-_STATUSES = {"ok", "error", "timeout", "invalid_arguments", "refused"}
-
-
-def facts_of(records: Sequence[Recorded]) -> dict[str, Any]:
-    """Trusted facts tools may check arguments against: the artifacts this task produced, the skills it activated."""
-    refs = [
-        ref
-        for r in records
-        if (ref := getattr(r.event, "artifact_ref", None) or getattr(r.event, "output_ref", None))
-    ]
-    skills = {name: e.folder for name, e in activation.active_skills(records).items()}
-    return {FACT_ARTIFACT_REFS: tuple(refs), FACT_ACTIVE_SKILLS: skills}
 
 
 def retrieve_evidence(
@@ -633,7 +489,21 @@ def build_request(
     kind: str,
     *,
     store_prompt: bool,
-) -> tuple[context.Request, dict, list[str]]:
+) -> tuple[context.Request, dict, Choices]:
+    """`request_for` the task as `records` leave it."""
+    return request_for(rt, trusted, TaskView.of(records), call_index, attempt, kind, store_prompt=store_prompt)
+
+
+def request_for(
+    rt: Runtime,
+    trusted: Trusted,
+    view: TaskView,
+    call_index: int,
+    attempt: int,
+    kind: str,
+    *,
+    store_prompt: bool,
+) -> tuple[context.Request, dict, Choices]:
     """Step 5: the request for one attempt of one decision, from the events before it.
 
     A pure function of the log, the profile and the tools (the step's evidence and notifications are
@@ -641,11 +511,11 @@ def build_request(
     the artifact store; replay only needs its reference.
     """
     profile = trusted.profile
-    pinned = activation.pinned_catalog(records)
+    pinned = view.pinned
     offered = offered_tools(rt, trusted, has_skills=bool(pinned and pinned.entries))
-    transcript, summary = context.rebuild(records)
+    transcript, summary = view.transcript, view.summary
     usable = choices_for(
-        offered, records, transcript, attempt, kind, escalation=profile.escalation,
+        offered, view, attempt, kind, escalation=profile.escalation,
         contracts={name: rt.tools.get(name).contract for name in offered},
     )
     schema = proposal.schema(
@@ -660,7 +530,7 @@ def build_request(
     prefix = prefix_blocks(profile, rt.tools.definitions(offered), skills=catalog_block(pinned))
     # A retry says why the last reply was refused; the history before the tail is the same either way.
     tail = context.tail_blocks(
-        transcript, summary, call_index, trusted.submitted, attempt, _last_rejection(records) if attempt > 1 else ""
+        transcript, summary, call_index, trusted.submitted, attempt, view.last_rejection if attempt > 1 else ""
     )
     request = context.assemble(
         prefix=prefix,
@@ -719,8 +589,7 @@ class Choices:
 
 def choices_for(
     offered: Sequence[str],
-    records: Sequence[Recorded],
-    transcript: context.Transcript,
+    view: TaskView,
     attempt: int,
     kind: str,
     *,
@@ -732,24 +601,23 @@ def choices_for(
     tool or skill; on the last step or the last try, only an answer (or an escalation, where the
     profile has one)."""
     contracts = contracts or {}
-    sources = tuple(dict.fromkeys(transcript.citable))
+    sources = tuple(dict.fromkeys(view.transcript.citable))
     if kind == "final_step" or attempt >= context.LAST_ATTEMPT:
         return Choices((), (), sources, escalation)
-    active = activation.active_skills(records)
-    facts = facts_of(records)
+    active = view.active
     tools = [
         name
         for name in offered
         if not (name in activation.SKILL_TOOLS and not active)
-        and not (name == "read_artifact" and not facts[FACT_ARTIFACT_REFS])
+        and not (name == "read_artifact" and not view.artifact_refs)
     ]
-    pinned = activation.pinned_catalog(records)
+    pinned = view.pinned
     skills = [e.name for e in pinned.entries if e.name not in active] if pinned else []
     if attempt > 1:
-        refused = _refused_proposal(records)
+        refused = view.refused_proposal()
         if refused.get("action") == "call_tool":
             tool = refused.get("tool", "")
-            repeated = proposal.call_key(tool, refused.get("arguments") or {}) in _done_calls(records)
+            repeated = proposal.call_key(tool, refused.get("arguments") or {}) in view.calls.done
             if repeated and tool in contracts:
                 # A call made before, asked for again, is a model stuck in one mode: reading after it has
                 # what it needs, or changing a file it has changed. The retry offers the other mode and
@@ -762,7 +630,7 @@ def choices_for(
         elif refused.get("action") == "activate_skill":
             skills = []
     paths: dict[str, tuple[str, ...]] = {}
-    known = transcript.paths
+    known = view.transcript.paths
     if known.complete:
         for name in list(tools):
             kind = _path_kind(contracts[name]) if name in contracts else None
@@ -783,30 +651,20 @@ def choices_for(
     return Choices(tuple(tools), tuple(skills), sources, escalation, paths)
 
 
-def judge(text: str, choices: Choices, records: Sequence[Recorded]) -> proposal.Action:
+def judge(text: str, choices: Choices, view: TaskView) -> proposal.Action:
     """Step 7's first half: the reply as an action code will carry out, or Rejected with the reason."""
     return proposal.validate(
         proposal.parse(text),
         allowed_tools=set(choices.tools),
         skills=set(choices.skills),
-        active_skills=set(activation.active_skills(records)),
+        active_skills=set(view.active),
         sources=set(choices.sources),
-        done_calls=_done_calls(records),
+        done_calls=view.calls.done,
         escalation=choices.escalation,
         paths=choices.paths,
     )
 
 
-def _refused_proposal(records: Sequence[Recorded]) -> dict:
-    """The last refused reply as JSON, to leave its action out of the retry (empty if it was not JSON)."""
-    for rec in reversed(records):
-        if isinstance(rec.event, ModelCalled):
-            try:
-                data = json.loads(rec.event.output)
-            except ValueError:
-                return {}
-            return data if isinstance(data, dict) else {}
-    return {}
 
 
 def decided_line(records: Sequence[Recorded], call_index: int) -> str:
@@ -845,73 +703,6 @@ def decided_line(records: Sequence[Recorded], call_index: int) -> str:
     return line
 
 
-def _last_rejection(records: Sequence[Recorded]) -> str:
-    for rec in reversed(records):
-        if isinstance(rec.event, ProposalRejected):
-            return rec.event.error
-    return "refused"
-
-
 def _decision_kind(summary, call_index: int) -> str:
     """Step 2: every decision chooses the next action; the last allowed one must end the task."""
     return "final_step" if call_index >= summary.max_steps else "next_step"
-
-
-def _done_calls(records: Sequence[Recorded]) -> dict[str, str]:
-    proposed = {r.event.call_id: r.event for r in records if isinstance(r.event, ToolCallProposed)}
-    return {
-        proposal.call_key(proposed[r.event.call_id].tool, proposed[r.event.call_id].arguments): r.event.call_id
-        for r in records
-        if isinstance(r.event, ToolCallExecuted) and r.event.call_id in proposed
-    }
-
-
-def _open_call(records: Sequence[Recorded]) -> tuple[ToolCallProposed, ApprovalRequested] | None:
-    """The tool call that waits on its first approval: proposed, not started, no result yet."""
-    proposed: dict[str, ToolCallProposed] = {}
-    requests: dict[str, ApprovalRequested] = {}
-    settled: set[str] = set()
-    for rec in records:
-        e = rec.event
-        if isinstance(e, ToolCallProposed):
-            proposed[e.call_id] = e
-        elif isinstance(e, ApprovalRequested):
-            requests.setdefault(e.call_id, e)
-        elif isinstance(e, (ToolCallStarted, ToolCallExecuted)):
-            # A call that started is past its approval: if it has no result, recovery handles it.
-            settled.add(e.call_id)
-    for call_id, request in requests.items():
-        if call_id not in settled:
-            return proposed[call_id], request
-    return None
-
-
-def _started_without_result(records: Sequence[Recorded]):
-    """(proposal, its last start, the events after that start) for a call that started and never ended."""
-    proposed: dict[str, ToolCallProposed] = {}
-    last_start: dict[str, int] = {}
-    done: set[str] = set()
-    for i, rec in enumerate(records):
-        e = rec.event
-        if isinstance(e, ToolCallProposed):
-            proposed[e.call_id] = e
-        elif isinstance(e, ToolCallStarted):
-            last_start[e.call_id] = i
-        elif isinstance(e, ToolCallExecuted):
-            done.add(e.call_id)
-    for call_id, i in last_start.items():
-        if call_id not in done and call_id in proposed:
-            return proposed[call_id], records[i].event, [r.event for r in records[i + 1:]]
-    return None
-
-
-def _decision_for(records: Sequence[Recorded], approval_id: str):
-    for rec in records:
-        if isinstance(rec.event, (ApprovalGranted, ApprovalDenied)) and rec.event.approval_id == approval_id:
-            return rec.event
-    return None
-
-
-def arguments_hash(arguments: dict) -> str:
-    """An approval is for exactly these arguments; any change is a different request."""
-    return hashlib.sha256(json.dumps(arguments, sort_keys=True, separators=(",", ":")).encode()).hexdigest()

@@ -2,8 +2,8 @@
 
 Each recorded model call is rebuilt from the events before it, with today's code, profile, tools and
 evidence: the rebuilt manifest is compared block by block with the recorded one, the recorded output
-is fed to today's validation instead of calling the model, and the verdict is compared with what was
-recorded. Tools are not run again; their recorded results are part of the history the next step
+is fed to today's validation instead of calling the model, the verdict is compared with what was
+recorded, and for an accepted proposal so is what today's `decide.act` makes of it. Tools are not run again; their recorded results are part of the history the next step
 is built from. The first step where anything differs is reported.
 """
 
@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from runtime.agent import loop as agent, context, proposal
+from runtime.agent import decide, loop as agent, proposal
 from runtime.agent.loop import Runtime, Trusted
+from runtime.agent.view import TaskView
 from store.errors import AgentdError
 from store.events import (
     ContextManifest,
@@ -23,7 +24,9 @@ from store.events import (
     ProposalAccepted,
     ProposalRejected,
     Recorded,
+    TaskPhaseChanged,
     TaskSubmitted,
+    ToolCallProposed,
 )
 
 
@@ -69,8 +72,7 @@ def _check_call(rt: Runtime, trusted: Trusted, records: list[Recorded], i: int) 
     step, attempt = called.call_index, called.attempt
     before = _before_step(records, i) if attempt == 1 else records[:i]
     if attempt == 1:
-        transcript, _ = context.rebuild(before)
-        items, _ = agent.retrieve_evidence(rt, trusted, transcript)
+        items, _ = agent.retrieve_evidence(rt, trusted, TaskView.of(before).transcript)
         recorded = _recorded_evidence(records, step)
         if [x.cite for x in items] != [x.cite for x in recorded] or [x.sha256 for x in items] != [
             x.sha256 for x in recorded
@@ -79,15 +81,19 @@ def _check_call(rt: Runtime, trusted: Trusted, records: list[Recorded], i: int) 
                 step, attempt,
                 f"evidence differs: recorded {[x.cite for x in recorded]}, rebuilt {[x.cite for x in items]}",
             )
-    request, _, choices = agent.build_request(rt, trusted, records[:i], step, attempt, called.decision, store_prompt=False)
+    view = TaskView.of(records[:i])
+    request, _, choices = agent.request_for(rt, trusted, view, step, attempt, called.decision, store_prompt=False)
     if called.manifest is not None:
         diff = _manifest_difference(called.manifest, request.manifest)
         if diff:
             return Difference(step, attempt, diff)
-    verdict = _verdict(called.output, choices, records[:i + 1])
+    view.apply(records[i])
+    verdict, action = _verdict(called.output, choices, view)
     recorded = _recorded_verdict(records, i)
     if verdict != recorded:
         return Difference(step, attempt, f"outcome differs: recorded {recorded}, rebuilt {verdict}")
+    if action is not None:
+        return _consequence_difference(rt, trusted, view, records, i, action)
     return None
 
 
@@ -119,12 +125,42 @@ def _manifest_difference(recorded: ContextManifest, rebuilt: ContextManifest) ->
     return None
 
 
-def _verdict(output: str, choices: agent.Choices, history: list[Recorded]) -> str:
+def _verdict(output: str, choices: agent.Choices, view: TaskView) -> tuple[str, proposal.Action | None]:
     try:
-        action = agent.judge(output, choices, history)
+        action = agent.judge(output, choices, view)
     except proposal.Rejected as e:
-        return f"rejected: {e}"
-    return f"accepted: {action.model_dump_json()}"
+        return f"rejected: {e}", None
+    return f"accepted: {action.model_dump_json()}", action
+
+
+def _consequence_difference(
+    rt: Runtime, trusted: Trusted, view: TaskView, records: list[Recorded], i: int, action: proposal.Action
+) -> Difference | None:
+    """What today's `decide.act` makes of the accepted proposal, against the events recorded after it.
+
+    Compared by kind and, for a tool call, by the call itself: approval ids and expiry times are
+    drawn when the decision is taken, so they differ by nature.
+    """
+    step, attempt = records[i].event.call_index, records[i].event.attempt
+    j = next((k for k in range(i + 1, len(records)) if isinstance(records[k].event, ProposalAccepted)), None)
+    if j is None:
+        return None
+    contract = rt.tools.get(action.tool).contract if isinstance(action, proposal.CallTool) else None
+    policy = decide.Policy(trusted.now, rt.approval_ttl, trusted.profile.version, lambda: "ap-rerun")
+    decision = decide.act(view, step, action, contract, policy)
+    rebuilt = [_shape(e) for e in decision.events]
+    recorded = [_shape(r.event) for r in records[j + 1:j + 1 + len(rebuilt)]]
+    if rebuilt != recorded:
+        return Difference(step, attempt, f"the decision differs: recorded {recorded}, rebuilt {rebuilt}")
+    return None
+
+
+def _shape(e) -> str:
+    if isinstance(e, ToolCallProposed):
+        return f"ToolCallProposed({e.tool} {e.arguments})"
+    if isinstance(e, TaskPhaseChanged):
+        return f"TaskPhaseChanged({e.phase.value})"
+    return type(e).__name__
 
 
 def _recorded_verdict(records: list[Recorded], i: int) -> str:

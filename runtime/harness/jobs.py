@@ -16,12 +16,13 @@ from sqlalchemy import Connection
 
 from notifications import queue
 from runtime import logs
+from runtime.agent.view import Calls
 from runtime.artifacts import ArtifactStore
 from runtime.tools import Effect, Tool, ToolContext, ToolContract, ToolRegistry
 from runtime.tools.shell import POLL_S, SHELL, clean_environment, exited, kill_group
 from store import EventStore
 from store.errors import ConcurrencyConflict, StoreError
-from store.events import JobFinished, JobStarted, ToolCallExecuted, ToolCallStarted
+from store.events import JobFinished, JobStarted
 from store.log import iter_records
 from store.queries.jobs import finished_jobs, job_recorded, unfinished_jobs
 from store.queries.notifications import dedupe_keys
@@ -391,14 +392,11 @@ def _activity(conn: Connection, task_id: str) -> tuple[int, bool]:
 
 
 def _open_calls(conn: Connection, task_id: str) -> dict[str, str]:
-    """Tool calls of the task that started and have no result yet: call id -> tool."""
-    open_: dict[str, str] = {}
-    for rec in iter_records(conn, stream_id=task_id, types=("ToolCallStarted", "ToolCallExecuted")):
-        if isinstance(rec.event, ToolCallStarted):
-            open_[rec.event.call_id] = rec.event.tool
-        elif isinstance(rec.event, ToolCallExecuted):
-            open_.pop(rec.event.call_id, None)
-    return open_
+    """Tool calls of the task that started and have no result yet: call id -> tool, as the loop sees them."""
+    calls = Calls()
+    for i, rec in enumerate(iter_records(conn, stream_id=task_id, types=("ToolCallStarted", "ToolCallExecuted"))):
+        calls.apply(rec.event, i)
+    return calls.open()
 
 
 def _event_at(conn: Connection, seq: int):

@@ -25,7 +25,8 @@ GRACE_S = 0.5
 MESSAGE_CHARS = 500
 MAX_ATTEMPTS = 2
 
-Status = Literal["ok", "error", "timeout", "invalid_arguments", "refused"]
+# The last two are never the executor's: the loop records them for a call it did not run.
+Status = Literal["ok", "error", "timeout", "invalid_arguments", "refused", "denied", "outcome_unknown"]
 
 # Codes the executor answers with on any tool's behalf, for the prompt's legend of errors.
 EXECUTOR_ERRORS = {
@@ -75,7 +76,7 @@ class ToolOutcome:
             observation=self.observation,
             artifact_ref=self.artifact_ref,
             attempts=self.attempts,
-            elapsed_s=self.elapsed_s,
+            elapsed_s=round(self.elapsed_s, 4),
         )
 
 
