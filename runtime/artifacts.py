@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import re
-import tempfile
 from pathlib import Path
 
+from runtime.atomic import replace_file
 from runtime.errors import NotFound
 from store.errors import StoreError
 
@@ -41,17 +40,8 @@ class ArtifactStore:
         if target.is_file() and _sha256_of(target) == digest:
             return REF_PREFIX + digest
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        # Private to agentd's user: artifacts hold prompts and tool output, which may carry secrets.
+        replace_file(target, data, mode=0o600)
         _fsync_dir(target.parent)
         return REF_PREFIX + digest
 

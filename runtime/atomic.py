@@ -8,16 +8,17 @@ import tempfile
 from pathlib import Path
 
 
-def replace_file(path: Path, data: bytes) -> None:
+def replace_file(path: Path, data: bytes, *, mode: int | None = None) -> None:
     """Write `data` to a temporary file beside `path`, flush it to disk, and rename it over `path`.
 
-    The file keeps its permission bits (0o644 when new). OSError propagates for the caller to word;
-    the temporary file is gone either way.
+    The file gets `mode`, or keeps its permission bits (0o644 when new). OSError propagates for the
+    caller to word; the temporary file is gone either way.
     """
-    try:
-        mode = stat.S_IMODE(os.lstat(path).st_mode)
-    except FileNotFoundError:
-        mode = 0o644
+    if mode is None:
+        try:
+            mode = stat.S_IMODE(os.lstat(path).st_mode)
+        except FileNotFoundError:
+            mode = 0o644
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:

@@ -18,8 +18,8 @@ from notifications import queue
 from runtime import logs
 from runtime.agent.view import Calls
 from runtime.artifacts import ArtifactStore
-from runtime.tools import Effect, Tool, ToolContext, ToolContract, ToolRegistry
-from runtime.tools.shell import POLL_S, SHELL, clean_environment, exited, kill_group
+from runtime.tools import Tool, ToolContext, ToolRegistry
+from runtime.tools.shell import POLL_S, SHELL, clean_environment, exited, kill_group, process_contract
 from store import EventStore
 from store.errors import ConcurrencyConflict, StoreError
 from store.events import JobFinished, JobStarted
@@ -71,7 +71,7 @@ class StartJob(Tool[StartJobArgs, StartJobOutput]):
 
     def __init__(self, runner: JobRunner) -> None:
         self.runner = runner
-        self.contract = ToolContract(
+        self.contract = process_contract(
             name=TOOL_NAME,
             description=(
                 "Start a long-running command (a build, a test suite) with /bin/sh in the workspace and return "
@@ -82,10 +82,6 @@ class StartJob(Tool[StartJobArgs, StartJobOutput]):
             ),
             input_model=StartJobArgs,
             output_model=StartJobOutput,
-            effects=[Effect.EXTERNAL],
-            idempotent=False,
-            needs_approval=True,
-            scope="workspace",
             timeout_s=10,
             preconditions=("the command needs no input on stdin", "secrets are not in its environment"),
             summary_fields=("job_id",),

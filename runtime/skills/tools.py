@@ -14,7 +14,15 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from runtime.tools.contract import Effect, Tool, ToolContext, ToolContract, ToolFailure, ToolRefused
 from runtime.tools.files import MAX_READ_BYTES, read_regular
 from runtime.tools.registry import ToolRegistry
-from runtime.tools.shell import OUTPUT_CAP, SHELL, TIMEOUT_S, ShellOutput, run_process, with_tails
+from runtime.tools.shell import (
+    OUTPUT_CAP,
+    SHELL,
+    TIMEOUT_S,
+    ShellOutput,
+    process_contract,
+    run_process,
+    with_tails,
+)
 
 # The trusted fact naming the skills this task activated: skill name -> absolute folder path, taken from the log.
 FACT_ACTIVE_SKILLS = "active_skills"
@@ -122,7 +130,7 @@ class ReadSkillFile(Tool[ReadSkillFileArgs, ReadSkillFileOutput]):
 class RunSkillScript(Tool[RunSkillScriptArgs, ShellOutput]):
     def __init__(self, *, timeout_s: float = TIMEOUT_S, output_cap: int = OUTPUT_CAP) -> None:
         self.output_cap = output_cap
-        self.contract = ToolContract(
+        self.contract = process_contract(
             name="run_skill_script",
             description=(
                 "Run one script of a skill this task activated (e.g. scripts/report.py) with the given "
@@ -133,11 +141,6 @@ class RunSkillScript(Tool[RunSkillScriptArgs, ShellOutput]):
             ),
             input_model=RunSkillScriptArgs,
             output_model=ShellOutput,
-            # A script can do anything a program can.
-            effects=[Effect.EXTERNAL],
-            idempotent=False,
-            needs_approval=True,
-            scope="workspace",
             timeout_s=timeout_s,
             preconditions=(
                 "the skill was activated in this task",

@@ -25,6 +25,13 @@ SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 HIDDEN_PREFIXES = ("AGENTD_",)
 
 
+
+def process_contract(**fields: Any) -> ToolContract:
+    """The contract of a tool that runs a program in the workspace (a command, a skill's script, a
+    background job): a program can do anything, so its effect is external, it waits for a person's
+    approval, and it is never retried."""
+    return ToolContract(effects=[Effect.EXTERNAL], idempotent=False, needs_approval=True, scope="workspace", **fields)
+
 class ShellArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -60,7 +67,7 @@ def clean_environment(environ: Mapping[str, str]) -> dict[str, str]:
 class Shell(Tool[ShellArgs, ShellOutput]):
     def __init__(self, *, timeout_s: float = TIMEOUT_S, output_cap: int = OUTPUT_CAP) -> None:
         self.output_cap = output_cap
-        self.contract = ToolContract(
+        self.contract = process_contract(
             name="shell",
             description=(
                 "Run one command with /bin/sh in the workspace and return its exit code, stdout and stderr. "
@@ -70,10 +77,6 @@ class Shell(Tool[ShellArgs, ShellOutput]):
             ),
             input_model=ShellArgs,
             output_model=ShellOutput,
-            effects=[Effect.EXTERNAL],
-            idempotent=False,
-            needs_approval=True,
-            scope="workspace",
             timeout_s=timeout_s,
             preconditions=("the command needs no input on stdin", "secrets are not in its environment"),
             errors={
