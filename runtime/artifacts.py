@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from pathlib import Path
 
-from runtime.atomic import replace_file
+from runtime.atomic import fsync_dir, replace_file
 from runtime.errors import NotFound
 from store.errors import StoreError
 
@@ -42,7 +41,7 @@ class ArtifactStore:
         target.parent.mkdir(parents=True, exist_ok=True)
         # Private to agentd's user: artifacts hold prompts and tool output, which may carry secrets.
         replace_file(target, data, mode=0o600)
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
         return REF_PREFIX + digest
 
     def get(self, ref: str) -> bytes:
@@ -75,13 +74,3 @@ def _sha256_of(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def _fsync_dir(path: Path) -> None:
-    # The rename is only durable once the directory entry is.
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-

@@ -30,3 +30,12 @@ def replace_file(path: Path, data: bytes, *, mode: int | None = None) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def fsync_dir(folder: Path) -> None:
+    """Flush a directory's entries: a rename or a new file is durable only once its entry is."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

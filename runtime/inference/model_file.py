@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from runtime.atomic import fsync_dir
 from runtime.config import DEFAULT_MODELS_DIR
 from runtime.inference.registry import DEFAULT_MODEL, KNOWN_MODELS, SMOKE_MODEL, KnownModel
 from runtime.errors import ModelFileError
@@ -142,7 +143,7 @@ def assemble(model: KnownModel, models_dir: Path | None = None) -> Path:
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    _fsync_dir(models_dir)
+    fsync_dir(models_dir)
     _write_stamp(model, target, models_dir)
     return target
 
@@ -230,11 +231,3 @@ def _write_stamp(model: KnownModel, path: Path, models_dir: Path) -> None:
     except OSError:
         # Only a saving: without a stamp the next load hashes the file again.
         pass
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
