@@ -9,11 +9,11 @@ comes to and compares that with what was recorded.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from runtime.canonical import canonical_json
 from runtime.agent import proposal
 from runtime.agent.view import TaskView
 from runtime.skills import activation
@@ -71,7 +71,7 @@ class Policy:
 
 def arguments_hash(arguments: dict) -> str:
     """An approval is for exactly these arguments; any change is a different request."""
-    return hashlib.sha256(json.dumps(arguments, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return hashlib.sha256(canonical_json(arguments).encode()).hexdigest()
 
 
 def settle(view: TaskView, policy: Policy) -> Decision | None:

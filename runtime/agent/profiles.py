@@ -8,12 +8,12 @@ time, no ids, no counters; tool definitions in a fixed order. That is what lets 
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from runtime.canonical import canonical_json
 from runtime.agent.blocks import Block
 from runtime.skills import catalog
 from store.events import SkillCatalogPinned
@@ -81,7 +81,7 @@ def prefix_blocks(profile: Profile, tool_definitions: list[dict], skills: list[B
         )
     blocks.append(Block("output", "instruction", "agentd", "trusted", output_contract(profile.escalation)))
     for definition in sorted(tool_definitions, key=lambda d: d["name"]):
-        text = json.dumps(_for_prompt(definition), sort_keys=True, separators=(",", ":"))
+        text = canonical_json(_for_prompt(definition))
         version = hashlib.sha256(text.encode()).hexdigest()[:12]
         blocks.append(Block(f"tool:{definition['name']}", "tool", f"tool:{definition['name']}", "trusted", text, version))
     blocks.extend(skills)

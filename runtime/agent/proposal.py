@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from runtime.canonical import canonical_json
+
 # llama.cpp's schema-to-grammar spells out every position of a maxLength, so the grammar balloons
 # past a few hundred: the answer's limit is left to validation (and to max_tokens).
 REASON_CHARS = 240
@@ -127,7 +129,7 @@ def parse(text: str) -> Action:
 
 
 def call_key(tool: str, arguments: dict) -> str:
-    return f"{tool} {json.dumps(arguments, sort_keys=True, separators=(',', ':'))}"
+    return f"{tool} {canonical_json(arguments)}"
 
 
 def from_dict(data: dict) -> Action:

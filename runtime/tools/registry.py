@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Iterable
 from typing import Any
 
+from runtime.canonical import canonical_json
 from runtime.tools.contract import Tool, ToolContext, ToolFailure
 from runtime.tools.executor import MASK_CHARS, ToolOutcome, execute
 
@@ -87,8 +87,5 @@ class ToolRegistry:
 
         A prefix that differs by one byte loses the model's prompt cache for everything after it.
         """
-        return canonical_json(self.definitions(names))
+        return canonical_json(self.definitions(names), ascii_only=False)
 
-
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
