@@ -170,7 +170,10 @@ DESCRIPTIONS = {
 
 
 def test_render_lists_skills_by_name_one_line_each_after_the_header() -> None:
-    shown = [CatalogEntry("pdf", "PDF files.", "h1"), CatalogEntry("csv", "CSV\n  files.\t", "h2", True)]
+    shown = [
+        CatalogEntry(name="pdf", description="PDF files.", content_hash="h1", folder="/skills/pdf"),
+        CatalogEntry(name="csv", description="CSV\n  files.\t", content_hash="h2", folder="/skills/csv", shortened=True),
+    ]
     assert render(shown) == f"{HEADER}\n- csv: CSV files.\n- pdf: PDF files."
     assert "activate_skill" in HEADER
     assert render(list(reversed(shown))) == render(shown)
@@ -183,7 +186,8 @@ def test_entries_under_budget_show_every_description_whole_in_name_order() -> No
     assert [e.name for e in shown] == ["csv", "git", "pdf", "zip"]
     assert not any(e.shortened for e in shown)
     assert shown[0] == CatalogEntry(
-        "csv", "Clean, join and summarise CSV files. Use for spreadsheets exported as text.", "hash-csv", False
+        name="csv", description="Clean, join and summarise CSV files. Use for spreadsheets exported as text.",
+        content_hash="hash-csv", folder="/skills/csv", shortened=False,
     )
     assert shown[1].description == "Review commits, write messages and untangle merges in a git repository."
 
@@ -220,7 +224,7 @@ def test_entries_choose_the_largest_cap_that_fits() -> None:
         cap = max(len(e.description) for e in shown)
         assert all(e.shortened == (len(whole[e.name]) > cap) for e in shown)
         # One more character per description would not fit (each description is one word: cut hard).
-        wider = [e._replace(description=whole[e.name][:cap] + "…") if e.shortened else e for e in shown]
+        wider = [e.model_copy(update={"description": whole[e.name][:cap] + "…"}) if e.shortened else e for e in shown]
         assert chars(render(wider)) > budget
 
 

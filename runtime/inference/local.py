@@ -278,7 +278,6 @@ class LocalModel(Serialized):
 
 
 # The daemon was written against the first loader's name.
-LoadedModel = LocalModel
 
 
 def load_model(path: Path, n_ctx: int | None = None) -> LocalModel:

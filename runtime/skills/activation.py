@@ -14,7 +14,6 @@ from typing import Callable, Mapping, Sequence
 
 from runtime.skills import catalog, skill
 from store.events import (
-    CatalogEntry,
     LeftOut,
     Recorded,
     SkillActivated,
@@ -36,16 +35,7 @@ def pin(roots: Sequence[Path], budget_tokens: int, count: Callable[[str], int]) 
     shown = catalog.entries(found, budget_tokens, count)
     shown_names = {e.name for e in shown}
     return SkillCatalogPinned(
-        entries=tuple(
-            CatalogEntry(
-                name=e.name,
-                description=e.description,
-                content_hash=e.content_hash,
-                folder=str(found.skills[e.name].folder),
-                shortened=e.shortened,
-            )
-            for e in shown
-        ),
+        entries=tuple(shown),
         fingerprint=found.fingerprint,
         budget_tokens=budget_tokens,
         left_out=tuple(name for name in found.skills if name not in shown_names),

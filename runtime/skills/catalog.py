@@ -16,9 +16,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Callable, Iterator, Mapping, NamedTuple, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from runtime.skills.skill import SKILL_FILE, Diagnostic, Skill, load
+from store.events import CatalogEntry
 
 HEADER = (
     "Skills you can use. Before following one, read its instructions by replying "
@@ -40,13 +41,6 @@ class Catalog:
         """Changes exactly when what the catalog shows, or any loaded skill's SKILL.md, changes."""
         shown = sorted((s.name, s.description, s.content_hash) for s in self.skills.values())
         return hashlib.sha256(json.dumps(shown, ensure_ascii=False).encode()).hexdigest()
-
-
-class CatalogEntry(NamedTuple):
-    name: str
-    description: str
-    content_hash: str
-    shortened: bool = False
 
 
 def discover(roots: Sequence[Path]) -> Catalog:
@@ -94,7 +88,8 @@ def entries(catalog: Catalog, budget_tokens: int, count: Callable[[str], int]) -
     is called a logarithmic number of times: each search halves the range.
     """
     full = [
-        CatalogEntry(s.name, _one_line(s.description), s.content_hash)
+        CatalogEntry(name=s.name, description=_one_line(s.description), content_hash=s.content_hash,
+                     folder=str(s.folder))
         for s in sorted(catalog.skills.values(), key=_by_name)
     ]
 
@@ -165,7 +160,8 @@ def _hidden(name: str) -> bool:
 
 def _capped(full: Sequence[CatalogEntry], cap: int) -> list[CatalogEntry]:
     return [
-        e if len(e.description) <= cap else e._replace(description=_shorten(e.description, cap), shortened=True)
+        e if len(e.description) <= cap else e.model_copy(update={"description": _shorten(e.description, cap),
+                                                                 "shortened": True})
         for e in full
     ]
 
