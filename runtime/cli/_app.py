@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from runtime import logs
-from runtime.config import Settings, load_settings
-from store import EventStore
+if TYPE_CHECKING:
+    from runtime.config import Settings
+    from store import EventStore
 
 
 class App:
@@ -31,12 +31,18 @@ class App:
     def settings(self, **flags: Any) -> Settings:
         """Load the settings once; the command's own flags join the root's at the top of the precedence."""
         if self._settings is None:
+            # Imported here, as the store is below: `agentd --help` and a command's own --help need neither.
+            from runtime import logs
+            from runtime.config import load_settings
+
             self._settings = load_settings(self._config_file, **self._flags, **flags)
             logs.configure(log_file=self._settings.log_file, level=self._settings.log_level, console=False)
         return self._settings
 
     def store(self, **flags: Any) -> EventStore:
         if self._store is None:
+            from store import EventStore
+
             s = self.settings(**flags)
             s.data_dir.mkdir(parents=True, exist_ok=True)
             self._store = EventStore(s.url, synchronous=s.sqlite_synchronous, busy_timeout_ms=s.busy_timeout_ms)

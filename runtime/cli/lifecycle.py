@@ -14,10 +14,8 @@ from pathlib import Path
 import click
 
 from notifications import queue
-from runtime.daemon import service as daemon
 from runtime.cli._app import App, daemon_options, json_option, pass_app
 from runtime.daemon.lock import holder, holder_pid
-from runtime.inference.registry import KNOWN_MODELS
 from runtime.output import echo_json, fields_table
 from store.errors import AgentdError
 from runtime.errors import InstanceLocked, NotFound
@@ -30,6 +28,11 @@ START_TIMEOUT_S = 90
 @pass_app
 def start(app: App, model: str | None, workspace: Path | None, host: str | None, port: int | None) -> None:
     """Start agentd in the background (a detached `agentd serve`) and wait until it answers."""
+    # Imported here: the daemon brings uvicorn, the web page and the agent loop, which stop and status
+    # do not need.
+    from runtime.daemon import service as daemon
+    from runtime.inference.registry import KNOWN_MODELS
+
     settings = app.settings(model=model, workspace=workspace, host=host, port=port)
     running = holder_pid(settings.data_dir)
     if running is not None:

@@ -7,15 +7,10 @@ import tempfile
 import click
 
 from runtime.cli._app import App, json_option, pass_app
-from runtime.cli._lazy import lazy_function
 from runtime.output import echo_json, table
 from store import replay as replaying
 from runtime.errors import RecordingMismatch
 
-# The agent loop and the daemon's wiring (the model) are for --recorded alone; a rebuild or --until
-# should not wait the second it takes to import them.
-open_runtime = lazy_function("runtime.daemon.wiring", "open_runtime")
-rerun_recorded = lazy_function("runtime.agent.rerun", "rerun_recorded")
 
 
 @click.command()
@@ -36,6 +31,11 @@ def replay(app: App, until: int | None, task_id: str | None, recorded: bool, as_
     if recorded or task_id:
         if not (recorded and task_id):
             raise click.UsageError("--recorded and --task go together: agentd replay --task ID --recorded")
+        # The agent loop and the daemon's wiring (the model) are for --recorded alone: a rebuild or
+        # --until does not wait the second it takes to import them.
+        from runtime.agent.rerun import rerun_recorded
+        from runtime.daemon.wiring import open_runtime
+
         report = rerun_recorded(open_runtime(settings, store), task_id)
         if as_json:
             echo_json({"task_id": task_id, "calls": report.calls, "difference": str(report.difference or "") or None})

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from runtime.agent import plugins
 from runtime.cli._app import App, json_option, pass_app, task_options
 from runtime.output import echo_json, table
 from runtime.harness.schedules import Schedule, add_schedule, load_schedule, load_schedules, remove_schedule
@@ -42,6 +41,9 @@ def add(
     allowed: tuple[str, ...], as_json: bool,
 ) -> None:
     """Submit a task with GOAL whenever CRON fires; prints the schedule's id and its next firing."""
+    # Imported here: loading the profiles loads every tool, which `schedule list` and `remove` do not need.
+    from runtime.agent import plugins
+
     settings = app.settings(workspace=workspace)
     known = plugins.load(settings.plugins).profiles
     if profile not in known:

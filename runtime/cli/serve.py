@@ -4,15 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import click
 
-from runtime.web import access
-from runtime.daemon import service as daemon
-from runtime import logs
 from runtime.cli._app import App, daemon_options, pass_app
-from runtime.daemon.wiring import open_runtime
-from runtime.daemon.lock import InstanceLock
 
 
 @click.command()
@@ -20,6 +14,15 @@ from runtime.daemon.lock import InstanceLock
 @pass_app
 def serve(app: App, model: str | None, workspace: Path | None, host: str | None, port: int | None) -> None:
     """Run agentd in the foreground until Ctrl-C or SIGTERM."""
+    # Imported here, so that `agentd serve --help` does not load the daemon, the web page and the model.
+    import anyio
+
+    from runtime import logs
+    from runtime.daemon import service as daemon
+    from runtime.daemon.lock import InstanceLock
+    from runtime.daemon.wiring import open_runtime
+    from runtime.web import access
+
     settings = app.settings(model=model, workspace=workspace, host=host, port=port)
     access.check_binding(settings.host, settings.allow_remote)
     with InstanceLock(settings.data_dir) as lock:

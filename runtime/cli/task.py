@@ -11,7 +11,6 @@ import click
 
 from runtime.artifacts import ArtifactStore
 from runtime.cli._app import App, json_option, pass_app, task_options
-from runtime.cli._lazy import LazyModule, lazy_function
 from runtime.cli._watch import Watch
 from runtime.output import echo_json, fields_table, table
 from runtime.harness.tasks import cancel_task, submit_task
@@ -22,10 +21,7 @@ from store.ids import new_task_id
 from store.state import TaskState
 
 # The profiles (every tool), the agent loop and the daemon's wiring (the model) take most of a second to
-# import; only `task submit` and `task run` use them, so `task list` and `task show` never load them.
-plugins = LazyModule("runtime.agent.plugins")
-run_task = lazy_function("runtime.agent.loop", "run_task")
-open_runtime = lazy_function("runtime.daemon.wiring", "open_runtime")
+# import: `task submit` and `task run` import them in their bodies, so `task list` and `task show` never do.
 
 
 @click.group()
@@ -82,6 +78,8 @@ def submit(
     as_json: bool,
 ) -> None:
     """Submit a task with GOAL; prints its id. `agentd serve` runs it, or `agentd task run ID`."""
+    from runtime.agent import plugins
+
     settings = app.settings(workspace=workspace)
     known = plugins.load(settings.plugins).profiles
     if profile not in known:
@@ -319,6 +317,9 @@ def run(ctx: click.Context, app: App, task_id: str, max_decisions: int | None) -
     Each decision is shown on stderr as it happens; the task's phase and outcome go to stdout. Exits 1
     when the task failed, was cancelled or escalated, 0 when it answered or waits for an approval.
     """
+    from runtime.agent.loop import run_task
+    from runtime.daemon.wiring import open_runtime
+
     store = app.store()
     if store.task(task_id) is None:
         raise NotFound(f"no task {task_id!r}")
