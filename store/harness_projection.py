@@ -25,12 +25,8 @@ from store.events import (
 )
 from store.sql import Statement
 from store.state import Admission, JobBegan, JobEnded, schedule_added
-from store.tables import JobRow, NotificationRow, NotificationTargetRow, ScheduleRow
+from store.tables import jobs, notification_targets as targets, notifications, schedules
 
-notifications = NotificationRow.__table__
-targets = NotificationTargetRow.__table__
-schedules = ScheduleRow.__table__
-jobs = JobRow.__table__
 
 SYSTEM_EVENTS = (NotificationEnqueued, ScheduleAdded, ScheduleRemoved, ScheduleFired)
 

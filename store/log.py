@@ -8,9 +8,8 @@ from sqlalchemy import Connection, bindparam, func, select
 
 from store.events import Recorded, decode
 from store.sql import RowInsert, Statement
-from store.tables import EventRow
+from store.tables import events
 
-events = EventRow.__table__
 COLUMNS = tuple(c.name for c in events.columns)
 CHUNK = 5000
 

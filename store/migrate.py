@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Connection
+import ast
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Connection, inspect, text
 
 from store.database import Engines, translating
 from store.errors import SchemaTooNew, StoreError
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
 SCRIPT_LOCATION = "store:migrations"
+VERSIONS = Path(__file__).parent / "migrations" / "versions"
+# Alembic's own bookkeeping table: one row holding the revision the schema is at.
+VERSION_TABLE = "alembic_version"
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", SCRIPT_LOCATION)
     if connection is not None:
@@ -22,21 +31,46 @@ def alembic_config(connection: Connection | None = None) -> Config:
     return cfg
 
 
+@functools.cache
+def revisions() -> dict[str, str | None]:
+    """revision -> down_revision of every shipped migration, read from the files' assignments.
+
+    Every command checks the schema before it reads; importing alembic to do so would cost a read-only
+    command a tenth of its time (tests/test_migrations.py holds this to alembic's own reading).
+    """
+    found: dict[str, str | None] = {}
+    for path in sorted(VERSIONS.glob("*.py")):
+        values = {}
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                if node.targets[0].id in ("revision", "down_revision"):
+                    values[node.targets[0].id] = ast.literal_eval(node.value)
+        if "revision" in values:
+            found[values["revision"]] = values.get("down_revision")
+    return found
+
+
 def head_revision() -> str:
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
-    assert head is not None
-    return head
+    """The one revision no other migration follows."""
+    known = revisions()
+    heads = set(known) - set(known.values())
+    assert len(heads) == 1, f"the shipped migrations have {len(heads)} heads: {sorted(heads)}"
+    return heads.pop()
 
 
 def current_revision(connection: Connection) -> str | None:
-    return MigrationContext.configure(connection).get_current_revision()
+    if not inspect(connection).has_table(VERSION_TABLE):
+        return None
+    rows = connection.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalars().all()
+    if len(rows) > 1:
+        raise StoreError(f"the database records {len(rows)} schema revisions at once ({rows}); it was not made by agentd")
+    return rows[0] if rows else None
 
 
 def check_not_newer(revision: str | None) -> None:
     if revision is None:
         return
-    known = {rev.revision for rev in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
-    if revision not in known:
+    if revision not in revisions():
         raise SchemaTooNew(
             f"the database is at schema revision {revision!r}, written by a newer agentd "
             f"(this one knows up to {head_revision()!r}); upgrade agentd instead"
@@ -57,6 +91,8 @@ def upgrade(engines: Engines) -> str:
         with engines.write.begin() as conn:
             # Checked again under the write lock: another process may have migrated meanwhile.
             check_not_newer(current_revision(conn))
+            from alembic import command
+
             command.upgrade(alembic_config(conn), "head")
             return current_revision(conn) or ""
 

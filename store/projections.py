@@ -26,25 +26,18 @@ from store.state import (
     is_task_event,
 )
 from store.tables import (
-    ApprovalRow,
-    ArtifactRow,
-    JobRow,
-    NotificationRow,
-    NotificationTargetRow,
-    TaskActionRow,
-    TaskRow,
+    approvals,
+    artifacts,
+    jobs,
+    notification_targets as targets,
+    notifications,
+    task_actions,
+    tasks,
 )
 
 _SYSTEM_EVENTS = frozenset(SYSTEM_EVENTS)
 _HARNESS_CHANGES = frozenset(HARNESS_CHANGES)
 
-tasks = TaskRow.__table__
-task_actions = TaskActionRow.__table__
-approvals = ApprovalRow.__table__
-artifacts = ArtifactRow.__table__
-notifications = NotificationRow.__table__
-targets = NotificationTargetRow.__table__
-jobs = JobRow.__table__
 
 SUMMARY_FIELDS = TaskSummary._fields
 ACTION_FIELDS = Action._fields

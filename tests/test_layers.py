@@ -151,10 +151,10 @@ def test_the_sql_check_sees_a_table_import_and_a_statement_builder(tmp_path: Pat
     path.write_text(
         "import sqlalchemy\n"
         "from sqlalchemy import Connection, select\n"
-        "from store.tables import TaskRow\n"
+        "from store.tables import tasks\n"
         "from store import tables\n"
         "n = sqlalchemy.func.count()\n"
     )
     assert sql_reaches(path) == [
-        (2, "sqlalchemy.select"), (3, "store.tables.TaskRow"), (4, "store.tables"), (5, "sqlalchemy.func"),
+        (2, "sqlalchemy.select"), (3, "store.tables.tasks"), (4, "store.tables"), (5, "sqlalchemy.func"),
     ]

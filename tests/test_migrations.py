@@ -9,18 +9,17 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect
-from sqlmodel import SQLModel
 
-import store.tables  # noqa: F401
+from store.tables import metadata
 from store import EventStore, SchemaTooNew
-from store.migrate import head_revision
+from store.migrate import alembic_config, current_revision, head_revision, revisions
 
 
 def test_migrations_from_a_blank_database_produce_exactly_the_models_schema(db_url: str) -> None:
     EventStore(db_url).close()
     engine = create_engine(db_url)
     with engine.connect() as conn:
-        diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), SQLModel.metadata)
+        diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), metadata)
         assert diff == []
         assert MigrationContext.configure(conn).get_current_revision() == head_revision()
         triggers = {r[0] for r in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
@@ -28,10 +27,24 @@ def test_migrations_from_a_blank_database_produce_exactly_the_models_schema(db_u
             r[0] for r in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE sql LIKE '%WITHOUT ROWID%'")
         }
     # compare_metadata does not look at table options; the clustered lists must be created as such.
-    assert clustered == {t.name for t in SQLModel.metadata.sorted_tables if t.dialect_options["sqlite"]["with_rowid"] is False}
+    assert clustered == {t.name for t in metadata.sorted_tables if t.dialect_options["sqlite"]["with_rowid"] is False}
     assert clustered == {"task_actions", "artifacts", "notification_targets"}
     assert triggers == {"events_no_update", "events_no_delete"}
-    assert set(inspect(engine).get_table_names()) == {*SQLModel.metadata.tables, "alembic_version"}
+    assert set(inspect(engine).get_table_names()) == {*metadata.tables, "alembic_version"}
+
+
+def test_the_revisions_read_without_alembic_are_alembics_own(db_url: str) -> None:
+    from alembic.script import ScriptDirectory
+
+    scripts = ScriptDirectory.from_config(alembic_config())
+    assert revisions() == {r.revision: r.down_revision for r in scripts.walk_revisions()}
+    assert head_revision() == scripts.get_current_head()
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        assert current_revision(conn) is None
+    EventStore(db_url).close()
+    with engine.connect() as conn:
+        assert current_revision(conn) == MigrationContext.configure(conn).get_current_revision() == head_revision()
 
 
 def test_opening_an_up_to_date_database_runs_no_migration(db_url: str, data_dir: Path) -> None:

@@ -40,7 +40,7 @@ from store.events import (
 )
 from store.replay import verify
 from store.state import Schedule, fold_all
-from store.tables import ScheduleRow
+from store.tables import schedules
 
 PATHS = ["a.py", "b.py", "docs/c.md"]
 HEX = "0123456789abcdef"
@@ -205,7 +205,7 @@ def test_projections_equal_the_fold_of_the_log_for_any_event_sequence(steps, tem
                 verify(conn, f"sqlite:///{folder / 'rebuilt.db'}")
                 live_schedules = {
                     row.schedule_id: Schedule(*(getattr(row, f) for f in Schedule._fields))
-                    for row in conn.execute(ScheduleRow.__table__.select())
+                    for row in conn.execute(schedules.select())
                 }
             states = folded.states()
             assert set(states) == submitted

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from alembic import context
 from sqlalchemy import engine_from_config, pool
-from sqlmodel import SQLModel
 
-import store.tables  # noqa: F401  (registers the tables on SQLModel.metadata)
+from store.tables import metadata
 
 config = context.config
-target_metadata = SQLModel.metadata
+target_metadata = metadata
 
 
 def run(connection) -> None:

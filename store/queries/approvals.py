@@ -6,10 +6,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, func, select
 
-from store.tables import ApprovalRow, EventRow
+from store.tables import approvals, events
 
-approvals = ApprovalRow.__table__
-events = EventRow.__table__
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,8 @@ from typing import NamedTuple
 
 from sqlalchemy import Connection, select
 
-from store.tables import JobRow
+from store.tables import jobs
 
-jobs = JobRow.__table__
 
 
 class UnfinishedJob(NamedTuple):

@@ -8,10 +8,8 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, func, select
 
-from store.tables import NotificationRow, NotificationTargetRow
+from store.tables import notification_targets as targets, notifications
 
-notifications = NotificationRow.__table__
-targets = NotificationTargetRow.__table__
 
 
 @dataclass(frozen=True)

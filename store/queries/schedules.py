@@ -6,11 +6,8 @@ from typing import NamedTuple
 
 from sqlalchemy import Connection, select
 
-from store.tables import EventRow, ScheduleRow, TaskRow
+from store.tables import events, schedules, tasks
 
-schedules = ScheduleRow.__table__
-events = EventRow.__table__
-tasks = TaskRow.__table__
 
 
 class ScheduleRecord(NamedTuple):

@@ -7,9 +7,8 @@ from typing import NamedTuple
 from sqlalchemy import Connection, select
 
 from store.state import TaskSummary
-from store.tables import TaskRow
+from store.tables import tasks
 
-tasks = TaskRow.__table__
 
 
 class Standing(NamedTuple):
