@@ -12,7 +12,7 @@ names another) and a temporary event store, with the bench's `next_page` tool an
 
 Per case: prompt tokens, tokens actually evaluated and their ratio to the final context length, the
 share of prompt tokens reused from turn 2 on, time to first token at turn 1 and at the last turn, and
-the time `build_request` takes per decision next to the model call. Every model figure is read back
+the time `request_for` takes per decision next to the model call. Every model figure is read back
 from the recorded `ModelCalled` events. The reply text is scripted (see bench/agent_workload.py): the
 model still evaluates every prompt and generates a reply each turn.
 
@@ -44,12 +44,13 @@ from provenance import git, save, version  # noqa: E402
 
 import anyio  # noqa: E402
 
-from agent_workload import PAGES, NextPage, ScriptedReplies, goal, stamped, timed_assembly  # noqa: E402
+from agent_workload import PAGES, NextPage, goal, scripted_model, stamped, timed_assembly  # noqa: E402
 from runtime import logs  # noqa: E402
 from runtime.agent.loop import Runtime, run_task
 from runtime.artifacts import ArtifactStore  # noqa: E402
 from runtime.inference.local import LocalModel
 from runtime.inference.model_file import resolve_model
+from runtime.inference.scripted import ScriptedModel
 from runtime.agent.plugins import load
 from runtime.harness.tasks import submit_task
 from store import NO_STREAM, EventStore  # noqa: E402
@@ -93,7 +94,7 @@ def run_case(case: Case, args: argparse.Namespace) -> dict:
     try:
         with tempfile.TemporaryDirectory(prefix="agentd-agent-bench-") as folder, \
                 EventStore(f"sqlite:///{Path(folder) / 'agentd.db'}") as store:
-            rt = make_runtime(store, ScriptedReplies(model), Path(folder))
+            rt = make_runtime(store, scripted_model(model, case.tasks, case.turns), Path(folder))
             task_ids = [submit(store, Path(folder), i, case) for i in range(case.tasks)]
             with timed_assembly() as assembly, logs.captured() as logged:
                 walls = anyio.run(drive, rt, task_ids, case)
@@ -108,7 +109,7 @@ def run_case(case: Case, args: argparse.Namespace) -> dict:
     return result
 
 
-def make_runtime(store: EventStore, model: ScriptedReplies, folder: Path) -> Runtime:
+def make_runtime(store: EventStore, model: ScriptedModel, folder: Path) -> Runtime:
     loaded = load([])
     loaded.tools.register(NextPage())
     return Runtime(
@@ -297,7 +298,7 @@ def target_note(value: float, op: str, target: float | None) -> str:
 
 def assembly_lines(s: dict) -> list[str]:
     return [
-        f"  assembly (build_request) per decision: mean {s['assembly_ms_mean']:.1f} ms, "
+        f"  assembly (request_for) per decision: mean {s['assembly_ms_mean']:.1f} ms, "
         f"p95 {s['assembly_ms_p95']:.1f} ms",
         f"  model call per decision:               mean {s['model_s_mean']:.2f} s",
         f"  assembly / model time: {100 * s['assembly_over_model']:.2f} %"

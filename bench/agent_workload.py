@@ -1,7 +1,7 @@
 """The agent benchmark's workload: a paging tool, the profiles that offer it, scripted replies, timed assembly.
 
 A 135M model will not write 40 distinct, valid tool calls in a row, so the reply *text* is scripted:
-`ScriptedReplies` sends every request to the real model (prompt processing, schema-constrained
+`scripted_model` sends every request to the real model (prompt processing, schema-constrained
 generation, the real `CallStats`) and then hands the loop the scripted call `next_page(page=N)` for the
 task's N-th decision instead of what the model wrote. The loop, the log and every figure stay real.
 """
@@ -11,16 +11,15 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Iterator, Sequence
+from typing import Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
 import runtime.agent.loop
-from runtime.inference.model import Completion, Message
 from runtime.inference.local import LocalModel
+from runtime.inference.scripted import ScriptedModel
 from runtime.agent.profiles import Profile
 from runtime.tools import Tool, ToolContract
 
@@ -102,49 +101,16 @@ def scripted_reply(page: int) -> str:
     return json.dumps(reply, separators=(",", ":"))
 
 
-class ScriptedReplies:
+def scripted_model(real: LocalModel, tasks: int, turns: int) -> ScriptedModel:
     """The real model for every request, with the reply text replaced by the task's next scripted call.
 
-    The KV cache therefore ends each call holding what the model generated, while the transcript holds
-    the scripted reply: the next request matches the cache up to the start of that reply and is
-    evaluated from there on.
+    The bench drives its tasks round-robin, one decision each per round, so the script is each round's
+    call once per task. The KV cache therefore ends each call holding what the model generated, while
+    the transcript holds the scripted reply: the next request matches the cache up to the start of that
+    reply and is evaluated from there on.
     """
-
-    def __init__(self, real: LocalModel) -> None:
-        self.real = real
-        self.name = real.name
-        self.n_ctx = real.n_ctx
-        self.decisions: dict[str | None, int] = defaultdict(int)
-
-    def render(self, messages: Sequence[Message]) -> str:
-        return self.real.render(messages)
-
-    def tokenize(self, text: str) -> list[int]:
-        return self.real.tokenize(text)
-
-    def count(self, text: str) -> int:
-        return self.real.count(text)
-
-    def _scripted(self, completion: Completion, session: str | None) -> Completion:
-        self.decisions[session] += 1
-        return Completion(scripted_reply(self.decisions[session]), completion.stats, completion.finish_reason)
-
-    def complete(
-        self, prompt: str, *, schema: dict | None, max_tokens: int, session: str | None = None, progress=None
-    ) -> Completion:
-        real = self.real.complete(prompt, schema=schema, max_tokens=max_tokens, session=session, progress=progress)
-        return self._scripted(real, session)
-
-    async def acomplete(
-        self, prompt: str, *, schema: dict | None, max_tokens: int, session: str | None = None, progress=None
-    ) -> Completion:
-        real = await self.real.acomplete(
-            prompt, schema=schema, max_tokens=max_tokens, session=session, progress=progress
-        )
-        return self._scripted(real, session)
-
-    def stats(self) -> dict[str, Any]:
-        return self.real.stats()
+    replies = [scripted_reply(turn) for turn in range(1, turns + 1) for _ in range(tasks)]
+    return ScriptedModel(replies, like=real, generate=True, name=real.name)
 
 
 # -- timing the assembly ---------------------------------------------------------------------------
@@ -159,22 +125,23 @@ class Assembly:
 
 @contextlib.contextmanager
 def timed_assembly() -> Iterator[list[Assembly]]:
-    """Time every `build_request` the loop makes (rebuild from the log, assemble, manifest, token counts).
+    """Time every `request_for` the loop makes (assemble from the task's folded view, manifest, token
+    counts); the fold itself is kept up to date as events are appended, outside this time.
 
-    `runtime.agent` looks `build_request` up in its module when a decision is taken, so a wrapper put
+    `runtime.agent.loop` looks `request_for` up in its module when a decision is taken, so a wrapper put
     there for the duration of the block sees exactly the calls the loop makes, with their arguments.
     """
-    original = runtime.agent.loop.build_request
+    original = runtime.agent.loop.request_for
     timings: list[Assembly] = []
 
-    def timed(rt, trusted, records, call_index, *args, **kwargs):
+    def timed(rt, trusted, view, call_index, *args, **kwargs):
         started = time.perf_counter()
-        result = original(rt, trusted, records, call_index, *args, **kwargs)
+        result = original(rt, trusted, view, call_index, *args, **kwargs)
         timings.append(Assembly(trusted.task_id, call_index, time.perf_counter() - started))
         return result
 
-    runtime.agent.loop.build_request = timed
+    runtime.agent.loop.request_for = timed
     try:
         yield timings
     finally:
-        runtime.agent.loop.build_request = original
+        runtime.agent.loop.request_for = original

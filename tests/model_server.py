@@ -2,8 +2,9 @@
 
 It tokenizes with the smoke model's real vocabulary, so agentd's prompts, counts and manifests are
 real; only the reply text is scripted. Tests that are about the daemon, the queue or crash recovery
-use it (through `model_url`) to control what the model says and how long it takes; tests about the
-model path use the model itself.
+use it (through `model_url`) to control what the model says and how long it takes, since `agentd serve`
+runs in a process of its own; a test that builds its runtime in-process scripts the replies with
+`runtime.inference.scripted.ScriptedModel` instead, and tests about the model path use the model itself.
 
 Run as a program: python -m tests.model_server PORT SCRIPT.json
 SCRIPT.json: {"delay_s": 0.3, "replies": [...]} where each reply is a JSON object or a string; the

@@ -256,9 +256,9 @@ def test_recover_enqueues_a_notification_lost_between_the_two_appends(store, tmp
 # -- through the agent loop -------------------------------------------------------------------------
 
 
-def test_the_agent_starts_a_job_and_hears_of_its_end_in_a_later_request(store, model, runner, workspace, tmp_path):
+def test_the_agent_starts_a_job_and_hears_of_its_end_in_a_later_request(store, runner, workspace, tmp_path):
     profile = WORKSPACE.model_copy(update={"name": "builder", "tools": ("read_file", "start_job")})
-    rt = scripted(store, model, tmp_path, [call("start_job", command="echo compiled"), answer("the build passed")],
+    rt = scripted(store, tmp_path, [call("start_job", command="echo compiled"), answer("the build passed")],
                   profiles={"builder": profile})
     register_jobs(rt.tools, runner)
     task_id = submit(store, workspace, profile="builder", allowed_effects=EVERYTHING)

@@ -9,6 +9,7 @@ import anyio
 import pytest
 
 from runtime.agent.loop import arguments_hash, run_task
+from runtime.inference.scripted import ScriptedModel
 from store.events import (
     ApprovalDenied,
     ApprovalGranted,
@@ -19,7 +20,6 @@ from store.events import (
     ToolCallProposed,
     ToolCallStarted,
 )
-from tests.scripted import ScriptedModel
 from tests.test_agent import EVERYTHING, answer, events, make_runtime, submit
 
 
@@ -47,10 +47,10 @@ def run(rt, task_id: str) -> str:
     return anyio.run(lambda: run_task(rt, task_id))
 
 
-def test_an_idempotent_call_with_unknown_outcome_simply_runs_again(store, model, workspace, tmp_path) -> None:
+def test_an_idempotent_call_with_unknown_outcome_simply_runs_again(store, workspace, tmp_path) -> None:
     task_id = submit(store, workspace)
     crashed_during(store, task_id, "read_file", {"path": "notes.txt"}, idempotent=True)
-    rt = make_runtime(store, ScriptedModel(model, [answer("March 3", "notes.txt")]), tmp_path)
+    rt = make_runtime(store, ScriptedModel([answer("March 3", "notes.txt")]), tmp_path)
     assert run(rt, task_id) == "completed"
     [result] = events(store, task_id, ToolCallExecuted)
     assert (result.call_id, result.status) == ("c1", "ok")
@@ -58,12 +58,12 @@ def test_an_idempotent_call_with_unknown_outcome_simply_runs_again(store, model,
 
 
 def test_a_non_idempotent_call_with_unknown_outcome_waits_and_runs_once_if_approved(
-    store, model, workspace, tmp_path
+    store, workspace, tmp_path
 ) -> None:
     task_id = submit(store, workspace, allowed_effects=EVERYTHING)
     command = "echo ran >> side-effects.txt"
     crashed_during(store, task_id, "shell", {"command": command}, idempotent=False, approved=True)
-    rt = make_runtime(store, ScriptedModel(model, [answer("done")]), tmp_path)
+    rt = make_runtime(store, ScriptedModel([answer("done")]), tmp_path)
     assert run(rt, task_id) == "awaiting_approval"
     assert not (workspace / "side-effects.txt").exists(), "the first approval must not be reused for a rerun"
     request = events(store, task_id, ApprovalRequested)[-1]
@@ -75,11 +75,11 @@ def test_a_non_idempotent_call_with_unknown_outcome_waits_and_runs_once_if_appro
 
 
 def test_a_non_idempotent_call_whose_rerun_is_denied_is_recorded_as_unknown_and_never_run(
-    store, model, workspace, tmp_path
+    store, workspace, tmp_path
 ) -> None:
     task_id = submit(store, workspace, allowed_effects=EVERYTHING)
     crashed_during(store, task_id, "shell", {"command": "echo ran >> side-effects.txt"}, idempotent=False, approved=True)
-    rt = make_runtime(store, ScriptedModel(model, [answer("I could not tell whether it ran")]), tmp_path)
+    rt = make_runtime(store, ScriptedModel([answer("I could not tell whether it ran")]), tmp_path)
     run(rt, task_id)
     request = events(store, task_id, ApprovalRequested)[-1]
     store.append(task_id, [ApprovalDenied(approval_id=request.approval_id, by="ann", reason="check by hand")])

@@ -16,6 +16,7 @@ from runtime.artifacts import ArtifactStore
 from runtime.agent.plugins import load
 from runtime.agent.profiles import WORKSPACE
 from runtime.agent.rerun import rerun_recorded
+from runtime.inference.scripted import ScriptedModel
 from runtime.skills.tools import register_skill_tools
 from store.events import (
     ApprovalGranted,
@@ -29,7 +30,6 @@ from store.events import (
     TaskPhaseChanged,
     ToolCallExecuted,
 )
-from tests.scripted import ScriptedModel
 from tests.test_agent import EVERYTHING, answer, call, events, submit
 
 
@@ -62,13 +62,13 @@ def write_skill(root: Path, name: str, description: str, *, body: str = "Do the 
     return folder
 
 
-def runtime(store, model, tmp_path: Path, replies, *, roots=(), budget: int = 1024) -> Runtime:
+def runtime(store, tmp_path: Path, replies, *, roots=(), budget: int = 1024) -> Runtime:
     loaded = load([])
     register_skill_tools(loaded.tools)
     profile = WORKSPACE.model_copy(update={"name": "skilled", "tools": ("list_files", "read_file", "shell")})
     return Runtime(
         store=store,
-        model=ScriptedModel(model, replies),
+        model=ScriptedModel(replies),
         tools=loaded.tools,
         profiles={**loaded.profiles, "skilled": profile},
         artifacts=ArtifactStore(tmp_path / "artifacts"),
@@ -94,9 +94,9 @@ def system_prompt(prompt: str) -> str:
 
 
 def test_a_task_keeps_the_catalog_it_started_with_and_the_next_task_sees_the_new_one(
-    store, model, tmp_path, workspace, skills
+    store, tmp_path, workspace, skills
 ) -> None:
-    rt = runtime(store, model, tmp_path, [call("list_files", path="."), answer("done")], roots=[skills])
+    rt = runtime(store, tmp_path, [call("list_files", path="."), answer("done")], roots=[skills])
     task_id = submit(store, workspace, profile="skilled")
     run(rt, task_id, max_decisions=1)
     write_skill(skills, "csv-report", "Summarises CSV files. Use for tabular data.")
@@ -112,17 +112,17 @@ def test_a_task_keeps_the_catalog_it_started_with_and_the_next_task_sees_the_new
     [catalog_item] = [i for i in calls[0].manifest.items if i.block == "skills"]
     assert (catalog_item.kind, catalog_item.version) == ("skill", pinned.fingerprint[:12])
 
-    rt2 = runtime(store, model, tmp_path, [answer("done")], roots=[skills])
+    rt2 = runtime(store, tmp_path, [answer("done")], roots=[skills])
     next_task = submit(store, workspace, profile="skilled")
     run(rt2, next_task)
     assert "- csv-report: Summarises CSV files." in system_prompt(rt2.model.prompts[0])
 
 
 def test_a_catalog_over_its_budget_is_shortened_and_the_manifest_says_so(
-    store, model, tmp_path, workspace, skills
+    store, tmp_path, workspace, skills
 ) -> None:
     write_skill(skills, "long-winded", "Explains everything at length. " * 30)
-    rt = runtime(store, model, tmp_path, [answer("done")], roots=[skills], budget=90)
+    rt = runtime(store, tmp_path, [answer("done")], roots=[skills], budget=90)
     task_id = submit(store, workspace, profile="skilled")
     run(rt, task_id)
     [pinned] = events(store, task_id, SkillCatalogPinned)
@@ -135,8 +135,8 @@ def test_a_catalog_over_its_budget_is_shortened_and_the_manifest_says_so(
     assert noted, "the manifest does not say the catalog was cut"
 
 
-def test_a_task_without_skills_has_no_catalog_and_no_skill_tools(store, model, tmp_path, workspace) -> None:
-    rt = runtime(store, model, tmp_path, [answer("done")], roots=[tmp_path / "no-skills-here"])
+def test_a_task_without_skills_has_no_catalog_and_no_skill_tools(store, tmp_path, workspace) -> None:
+    rt = runtime(store, tmp_path, [answer("done")], roots=[tmp_path / "no-skills-here"])
     task_id = submit(store, workspace, profile="skilled")
     run(rt, task_id)
     [called] = events(store, task_id, ModelCalled)
@@ -148,9 +148,9 @@ def test_a_task_without_skills_has_no_catalog_and_no_skill_tools(store, model, t
 
 
 def test_activate_skill_records_the_body_and_the_next_request_shows_it_with_its_hash(
-    store, model, tmp_path, workspace, skills
+    store, tmp_path, workspace, skills
 ) -> None:
-    rt = runtime(store, model, tmp_path, [activate("release-notes"), answer("done")], roots=[skills])
+    rt = runtime(store, tmp_path, [activate("release-notes"), answer("done")], roots=[skills])
     task_id = submit(store, workspace, profile="skilled")
     assert run(rt, task_id) == "completed"
 
@@ -173,9 +173,9 @@ def test_activate_skill_records_the_body_and_the_next_request_shows_it_with_its_
 
 
 def test_a_goal_that_starts_with_slash_name_activates_that_skill_before_the_first_request(
-    store, model, tmp_path, workspace, skills
+    store, tmp_path, workspace, skills
 ) -> None:
-    rt = runtime(store, model, tmp_path, [answer("done")], roots=[skills])
+    rt = runtime(store, tmp_path, [answer("done")], roots=[skills])
     task_id = submit(store, workspace, goal="/api-triage the billing API returns 500", profile="skilled")
     run(rt, task_id)
     [activated] = events(store, task_id, SkillActivated)
@@ -183,19 +183,19 @@ def test_a_goal_that_starts_with_slash_name_activates_that_skill_before_the_firs
     assert "Check the status page first." in rt.model.prompts[0]
 
 
-def test_a_goal_naming_no_installed_skill_activates_nothing(store, model, tmp_path, workspace, skills) -> None:
-    rt = runtime(store, model, tmp_path, [answer("done")], roots=[skills])
+def test_a_goal_naming_no_installed_skill_activates_nothing(store, tmp_path, workspace, skills) -> None:
+    rt = runtime(store, tmp_path, [answer("done")], roots=[skills])
     task_id = submit(store, workspace, goal="/etc/passwd is missing, why?", profile="skilled")
     run(rt, task_id)
     assert events(store, task_id, SkillActivated) == []
 
 
 def test_activating_an_unknown_or_already_active_skill_is_refused_with_the_reason(
-    store, model, tmp_path, workspace, skills
+    store, tmp_path, workspace, skills
 ) -> None:
     replies = [activate("api-triage"), activate("api-triage"), call("list_files", path="."), activate("nonexistent"),
                answer("done")]
-    rt = runtime(store, model, tmp_path, replies, roots=[skills])
+    rt = runtime(store, tmp_path, replies, roots=[skills])
     task_id = submit(store, workspace, profile="skilled")
     assert run(rt, task_id) == "completed"
     errors = [r.error for r in events(store, task_id, ProposalRejected)]
@@ -206,9 +206,9 @@ def test_activating_an_unknown_or_already_active_skill_is_refused_with_the_reaso
 
 
 def test_a_skill_removed_after_the_task_started_fails_to_activate_and_the_task_hears_why(
-    store, model, tmp_path, workspace, skills
+    store, tmp_path, workspace, skills
 ) -> None:
-    rt = runtime(store, model, tmp_path, [call("list_files", path="."), activate("api-triage"), answer("done")],
+    rt = runtime(store, tmp_path, [call("list_files", path="."), activate("api-triage"), answer("done")],
                  roots=[skills])
     task_id = submit(store, workspace, profile="skilled")
     run(rt, task_id, max_decisions=1)
@@ -222,11 +222,11 @@ def test_a_skill_removed_after_the_task_started_fails_to_activate_and_the_task_h
 # -- level 3: resources, and allowed-tools ----------------------------------------------------------
 
 
-def test_an_active_skill_s_file_is_read_through_read_skill_file(store, model, tmp_path, workspace, skills) -> None:
+def test_an_active_skill_s_file_is_read_through_read_skill_file(store, tmp_path, workspace, skills) -> None:
     write_skill(skills, "api-triage", "Diagnoses API errors.", files={"references/codes.md": "503 means overload."})
     replies = [activate("api-triage"), call("read_skill_file", skill="api-triage", path="references/codes.md"),
                answer("done")]
-    rt = runtime(store, model, tmp_path, replies, roots=[skills])
+    rt = runtime(store, tmp_path, replies, roots=[skills])
     task_id = submit(store, workspace, profile="skilled")
     assert run(rt, task_id) == "completed"
     [executed] = events(store, task_id, ToolCallExecuted)
@@ -234,8 +234,8 @@ def test_an_active_skill_s_file_is_read_through_read_skill_file(store, model, tm
     assert "503 means overload." in rt.model.prompts[-1]
 
 
-def test_allowed_tools_pre_approve_a_tool_the_task_was_offered(store, model, tmp_path, workspace, skills) -> None:
-    rt = runtime(store, model, tmp_path, [activate("release-notes"), call("shell", command="echo hi"), answer("ok")],
+def test_allowed_tools_pre_approve_a_tool_the_task_was_offered(store, tmp_path, workspace, skills) -> None:
+    rt = runtime(store, tmp_path, [activate("release-notes"), call("shell", command="echo hi"), answer("ok")],
                  roots=[skills])
     task_id = submit(store, workspace, profile="skilled", allowed_effects=EVERYTHING)
     assert run(rt, task_id) == "completed"
@@ -247,8 +247,8 @@ def test_allowed_tools_pre_approve_a_tool_the_task_was_offered(store, model, tmp
     assert not [e for e in events(store, task_id, TaskPhaseChanged) if e.phase == "awaiting_approval"]
 
 
-def test_allowed_tools_never_offer_a_tool_the_task_s_policy_left_out(store, model, tmp_path, workspace, skills) -> None:
-    rt = runtime(store, model, tmp_path, [activate("release-notes"), call("shell", command="echo hi"),
+def test_allowed_tools_never_offer_a_tool_the_task_s_policy_left_out(store, tmp_path, workspace, skills) -> None:
+    rt = runtime(store, tmp_path, [activate("release-notes"), call("shell", command="echo hi"),
                                           answer("ok")], roots=[skills])
     task_id = submit(store, workspace, profile="skilled")  # read-only: shell is not offered
     assert run(rt, task_id) == "completed"
@@ -258,8 +258,8 @@ def test_allowed_tools_never_offer_a_tool_the_task_s_policy_left_out(store, mode
     assert events(store, task_id, ApprovalGranted) == []
 
 
-def test_a_tool_no_active_skill_lists_still_waits_for_a_person(store, model, tmp_path, workspace, skills) -> None:
-    rt = runtime(store, model, tmp_path, [activate("api-triage"), call("shell", command="echo hi")], roots=[skills])
+def test_a_tool_no_active_skill_lists_still_waits_for_a_person(store, tmp_path, workspace, skills) -> None:
+    rt = runtime(store, tmp_path, [activate("api-triage"), call("shell", command="echo hi")], roots=[skills])
     task_id = submit(store, workspace, profile="skilled", allowed_effects=EVERYTHING)
     assert run(rt, task_id) == "awaiting_approval"
     assert events(store, task_id, ApprovalGranted) == []
@@ -269,9 +269,9 @@ def test_a_tool_no_active_skill_lists_still_waits_for_a_person(store, model, tmp
 
 
 def test_skills_added_changed_and_removed_on_disk_notify_running_tasks_once_coalesced(
-    store, model, tmp_path, workspace, skills
+    store, tmp_path, workspace, skills
 ) -> None:
-    rt = runtime(store, model, tmp_path, [call("list_files", path=".")], roots=[skills])
+    rt = runtime(store, tmp_path, [call("list_files", path=".")], roots=[skills])
     running = submit(store, workspace, profile="skilled")
     run(rt, running, max_decisions=1)
     waiting = submit(store, workspace, profile="skilled")  # not started: it will pin the new catalog
@@ -314,23 +314,23 @@ async def wait_for(condition, timeout: float = 10.0) -> None:
 
 
 def test_a_task_that_used_a_skill_reruns_on_its_recorded_outputs_without_a_difference(
-    store, model, tmp_path, workspace, skills
+    store, tmp_path, workspace, skills
 ) -> None:
     write_skill(skills, "api-triage", "Diagnoses API errors.", files={"references/codes.md": "503 means overload."})
     replies = [activate("api-triage"), call("read_skill_file", skill="api-triage", path="references/codes.md"),
                answer("done")]
-    rt = runtime(store, model, tmp_path, replies, roots=[skills])
+    rt = runtime(store, tmp_path, replies, roots=[skills])
     task_id = submit(store, workspace, profile="skilled")
     assert run(rt, task_id) == "completed"
     # The folder changes and loses a skill: the task's requests come from its log, not from the folder.
     shutil.rmtree(skills / "release-notes")
     write_skill(skills, "api-triage", "Something else entirely.", body="Other steps.")
-    report = rerun_recorded(runtime(store, model, tmp_path, [], roots=[skills]), task_id)
+    report = rerun_recorded(runtime(store, tmp_path, [], roots=[skills]), task_id)
     assert (report.calls, report.difference) == (3, None)
 
 
-def test_changes_made_while_agentd_was_down_are_told_at_start_once(store, model, tmp_path, workspace, skills) -> None:
-    rt = runtime(store, model, tmp_path, [call("list_files", path="."), call("list_files", path=".")],
+def test_changes_made_while_agentd_was_down_are_told_at_start_once(store, tmp_path, workspace, skills) -> None:
+    rt = runtime(store, tmp_path, [call("list_files", path="."), call("list_files", path=".")],
                  roots=[skills])
     changed_under = submit(store, workspace, profile="skilled")
     run(rt, changed_under, max_decisions=1)

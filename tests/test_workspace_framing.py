@@ -1,6 +1,7 @@
 """What a task is shown of its workspace and its own steps: the survey, the paths the grammar offers,
 the trail of files read and changed, results as lines, and its replies not shown back to it.
-Replies are scripted; prompts and grammars are the real ones, rendered with the real small model."""
+Replies are scripted; prompts and grammars are the ones the loop builds, on a scripted model that
+loads no model file."""
 
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ def path_schema(schema: dict, tool: str) -> dict:
     return options(schema)[f"call_tool:{tool}"]["arguments"]["properties"]["path"]
 
 
-def test_the_first_request_shows_the_workspace_layout_before_the_request(store, model, workspace, tmp_path) -> None:
+def test_the_first_request_shows_the_workspace_layout_before_the_request(store, workspace, tmp_path) -> None:
     (workspace / "docs").mkdir()
     (workspace / "docs" / "guide.md").write_text("# Guide\n")
-    rt = runtime(store, model, tmp_path, [call("read_file", path="notes.txt"), answer("March 3", "result:c1")])
+    rt = runtime(store, tmp_path, [call("read_file", path="notes.txt"), answer("March 3", "result:c1")])
     task_id = submit(store, workspace, "When is the release?")
     assert run(rt, task_id) == "completed"
     [surveyed] = events(store, task_id, WorkspaceSurveyed)
@@ -33,8 +34,8 @@ def test_the_first_request_shows_the_workspace_layout_before_the_request(store, 
     assert rt.model.prompts[1].count('<data id="workspace"') == 1, "listed once, at the start, not again"
 
 
-def test_read_file_is_offered_only_the_files_the_task_has_not_read(store, model, workspace, tmp_path) -> None:
-    rt = runtime(store, model, tmp_path, [
+def test_read_file_is_offered_only_the_files_the_task_has_not_read(store, workspace, tmp_path) -> None:
+    rt = runtime(store, tmp_path, [
         call("read_file", path="notes.txt"), call("read_file", path="README.md"), answer("March 3", "result:c1"),
     ])
     task_id = submit(store, workspace, "When is the release?")
@@ -46,9 +47,9 @@ def test_read_file_is_offered_only_the_files_the_task_has_not_read(store, model,
     assert third["enum"] == ["data.csv"]
 
 
-def test_a_guessed_path_is_refused_with_the_paths_there_are(store, model, workspace, tmp_path) -> None:
+def test_a_guessed_path_is_refused_with_the_paths_there_are(store, workspace, tmp_path) -> None:
     """What a model behind an endpoint that ignores the grammar could send."""
-    rt = runtime(store, model, tmp_path, [call("read_file", path="README"), answer("no readme", "workspace")])
+    rt = runtime(store, tmp_path, [call("read_file", path="README"), answer("no readme", "workspace")])
     task_id = submit(store, workspace, "What is in the readme?")
     run(rt, task_id)
     assert events(store, task_id, ToolCallExecuted) == []
@@ -56,8 +57,8 @@ def test_a_guessed_path_is_refused_with_the_paths_there_are(store, model, worksp
     assert "'README'" in rejected and "README.md, data.csv, notes.txt" in rejected
 
 
-def test_a_file_the_task_wrote_can_be_read_and_edited(store, model, workspace, tmp_path) -> None:
-    rt = runtime(store, model, tmp_path, [
+def test_a_file_the_task_wrote_can_be_read_and_edited(store, workspace, tmp_path) -> None:
+    rt = runtime(store, tmp_path, [
         call("write_file", path="new.txt", content="one\n"),
         call("edit_file", path="new.txt", old="one", new="two"),
         call("read_file", path="new.txt"),
@@ -91,7 +92,7 @@ class Generate(Tool[NoArgs, Done]):
         return Done(done=True)
 
 
-def test_after_a_call_with_external_effects_paths_are_free_again(store, model, workspace, tmp_path) -> None:
+def test_after_a_call_with_external_effects_paths_are_free_again(store, workspace, tmp_path) -> None:
     plugin = tmp_path / "plugin.py"
     plugin.write_text(
         "from tests.test_workspace_framing import Generate\n"
@@ -100,7 +101,7 @@ def test_after_a_call_with_external_effects_paths_are_free_again(store, model, w
         "    tools.register(Generate())\n"
         "    profiles['gen'] = WORKSPACE.model_copy(update={'name': 'gen', 'tools': (*WORKSPACE.tools, 'generate')})\n"
     )
-    rt = runtime(store, model, tmp_path, [call("generate"), call("read_file", path="report.txt"), answer("made", "result:c2")],
+    rt = runtime(store, tmp_path, [call("generate"), call("read_file", path="report.txt"), answer("made", "result:c2")],
                  plugins=[plugin])
     task_id = submit(store, workspace, "Generate the report and tell me what it says.", profile="gen",
                      allowed_effects=("read", "external"))
@@ -110,8 +111,8 @@ def test_after_a_call_with_external_effects_paths_are_free_again(store, model, w
     assert [e.status for e in events(store, task_id, ToolCallExecuted)] == ["ok", "ok"]
 
 
-def test_the_decision_names_the_files_read_and_changed_so_far(store, model, workspace, tmp_path) -> None:
-    rt = runtime(store, model, tmp_path, [
+def test_the_decision_names_the_files_read_and_changed_so_far(store, workspace, tmp_path) -> None:
+    rt = runtime(store, tmp_path, [
         call("read_file", path="notes.txt"),
         call("edit_file", path="notes.txt", old="March 3", new="March 4"),
         answer("Moved.", "result:c2"),
@@ -124,9 +125,9 @@ def test_the_decision_names_the_files_read_and_changed_so_far(store, model, work
     assert "Files changed so far: notes.txt." in third
 
 
-def test_results_are_lines_with_a_files_content_as_it_is_and_no_hashes(store, model, workspace, tmp_path) -> None:
+def test_results_are_lines_with_a_files_content_as_it_is_and_no_hashes(store, workspace, tmp_path) -> None:
     (workspace / "notes.txt").write_text('Release: "March 3".\nOwner: Ana\n')
-    rt = runtime(store, model, tmp_path, [call("read_file", path="notes.txt"), answer("March 3", "result:c1")])
+    rt = runtime(store, tmp_path, [call("read_file", path="notes.txt"), answer("March 3", "result:c1")])
     task_id = submit(store, workspace, "When is the release?")
     run(rt, task_id)
     result = rt.model.prompts[1].split('<data id="result:c1" source="tool:read_file" trust="untrusted">\n', 1)[1]
@@ -134,10 +135,10 @@ def test_results_are_lines_with_a_files_content_as_it_is_and_no_hashes(store, mo
     assert result == 'status: ok\nlines: 2\npath: notes.txt\nsize: 31\ncontent:\nRelease: "March 3".\nOwner: Ana'
 
 
-def test_the_models_own_replies_are_not_shown_back_to_it(store, model, workspace, tmp_path) -> None:
+def test_the_models_own_replies_are_not_shown_back_to_it(store, workspace, tmp_path) -> None:
     """Measured on the default model: shown its last reply, it wrote it again word for word, reason and all."""
     reply = {**call("read_file", path="notes.txt"), "thought": "a distinctive thought xyzzy"}
-    rt = runtime(store, model, tmp_path, [reply, answer("March 3", "result:c1")])
+    rt = runtime(store, tmp_path, [reply, answer("March 3", "result:c1")])
     task_id = submit(store, workspace, "When is the release?")
     run(rt, task_id)
     second = rt.model.prompts[1]
