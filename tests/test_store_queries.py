@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from store import NO_STREAM, EventStore, Recorded
+from store.state import Schedule
 from store.events import (
     NOTIFICATIONS_STREAM,
     SCHEDULES_STREAM,
@@ -145,15 +146,17 @@ def test_schedules_come_in_the_order_added_with_when_and_without_the_removed_unl
     add(store, "s-3")
     store.append(SCHEDULES_STREAM, [ScheduleRemoved(schedule_id="s-2")])
     with store.reading() as conn:
-        assert [s.schedule_id for s in schedules.list_schedules(conn)] == ["s-1", "s-3"]
+        assert [a.schedule.schedule_id for a in schedules.list_schedules(conn)] == ["s-1", "s-3"]
         every = schedules.list_schedules(conn, include_removed=True)
-        assert [(s.schedule_id, s.removed) for s in every] == [("s-1", False), ("s-2", True), ("s-3", False)]
+        assert [(a.schedule.schedule_id, a.schedule.removed_seq is not None) for a in every] == [
+            ("s-1", False), ("s-2", True), ("s-3", False)
+        ]
         one = schedules.load_schedule(conn, "s-1")
         assert schedules.load_schedule(conn, "s-9") is None
-    assert one == schedules.ScheduleRecord(
-        "s-1", "0 9 * * *", "Europe/Amsterdam", "goal of s-1", "/ws", "workspace", "default", ("read", "write"),
-        first.recorded_at, False, 0, None, None,
-    )
+    assert one == schedules.Added(Schedule(
+        "s-1", "0 9 * * *", "Europe/Amsterdam", "goal of s-1", "/ws", "workspace", "default", "read,write",
+        first.seq, None, 0, None, None,
+    ), first.recorded_at)
 
 
 def test_a_firing_whose_task_was_never_submitted_is_unsubmitted_and_removal_does_not_hide_it(store) -> None:
@@ -167,9 +170,11 @@ def test_a_firing_whose_task_was_never_submitted_is_unsubmitted_and_removal_does
                                                   task_id="t-2")])
     store.append(SCHEDULES_STREAM, [ScheduleRemoved(schedule_id="s-2")])
     with store.reading() as conn:
-        [lacking] = schedules.unsubmitted(conn)
-        fired = schedules.load_schedule(conn, "s-1")
-    assert (lacking.schedule_id, lacking.last_task_id, lacking.removed, lacking.fired) == ("s-2", "t-2", True, 1)
+        [lacking] = (a.schedule for a in schedules.unsubmitted(conn))
+        fired = schedules.load_schedule(conn, "s-1").schedule
+    assert (lacking.schedule_id, lacking.last_task_id, lacking.removed_seq is not None, lacking.fired) == (
+        "s-2", "t-2", True, 1
+    )
     assert (fired.fired, fired.last_fire_time) == (1, "2030-01-01T09:00:00+00:00")
 
 

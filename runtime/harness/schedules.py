@@ -194,8 +194,13 @@ def _parse(text: str) -> datetime:
     return datetime.fromisoformat(text).astimezone(UTC)
 
 
-def _schedule(record: stored.ScheduleRecord) -> Schedule:
-    return Schedule(**record._asdict())
+def _schedule(found: stored.Added) -> Schedule:
+    s = found.schedule
+    return Schedule(
+        s.schedule_id, s.cron, s.timezone, s.goal, s.workspace, s.profile, s.tenant,
+        tuple(s.allowed_effects.split(",")), found.added_at, s.removed_seq is not None, s.fired,
+        s.last_fire_time, s.last_task_id,
+    )
 
 
 def load_schedules(conn: Connection, *, include_removed: bool = False) -> list[Schedule]:

@@ -6,48 +6,30 @@ from typing import NamedTuple
 
 from sqlalchemy import Connection, select
 
+from store.state import Schedule
 from store.tables import events, schedules, tasks
 
 
 
-class ScheduleRecord(NamedTuple):
-    """A schedule as the tables hold it."""
+class Added(NamedTuple):
+    """A schedule's row, as the fold of the log holds it, and when the event that added it was recorded."""
 
-    schedule_id: str
-    cron: str
-    timezone: str
-    goal: str
-    workspace: str
-    profile: str
-    tenant: str
-    allowed_effects: tuple[str, ...]
+    schedule: Schedule
     added_at: str
-    removed: bool
-    fired: int
-    last_fire_time: str | None
-    last_task_id: str | None
 
 
-_COLUMNS = (
-    schedules.c.schedule_id, schedules.c.cron, schedules.c.timezone, schedules.c.goal, schedules.c.workspace,
-    schedules.c.profile, schedules.c.tenant, schedules.c.allowed_effects, events.c.recorded_at,
-    schedules.c.removed_seq, schedules.c.fired, schedules.c.last_fire_time, schedules.c.last_task_id,
-)
+_COLUMNS = (*(schedules.c[name] for name in Schedule._fields), events.c.recorded_at)
 
 
 def _query():
     return select(*_COLUMNS).join(events, events.c.seq == schedules.c.added_seq).order_by(schedules.c.added_seq)
 
 
-def _record(row) -> ScheduleRecord:
-    (sid, cron, tz, goal, workspace, profile, tenant, effects, added_at, removed_seq, fired, last_fire, last_task) = row
-    return ScheduleRecord(
-        sid, cron, tz, goal, workspace, profile, tenant, tuple(effects.split(",")), added_at,
-        removed_seq is not None, fired, last_fire, last_task,
-    )
+def _record(row) -> Added:
+    return Added(Schedule(*row[:-1]), row[-1])
 
 
-def list_schedules(conn: Connection, *, include_removed: bool = False) -> list[ScheduleRecord]:
+def list_schedules(conn: Connection, *, include_removed: bool = False) -> list[Added]:
     """Schedules in the order they were added; removed ones only when asked."""
     q = _query()
     if not include_removed:
@@ -55,12 +37,12 @@ def list_schedules(conn: Connection, *, include_removed: bool = False) -> list[S
     return [_record(row) for row in conn.execute(q)]
 
 
-def load_schedule(conn: Connection, schedule_id: str) -> ScheduleRecord | None:
+def load_schedule(conn: Connection, schedule_id: str) -> Added | None:
     row = conn.execute(_query().where(schedules.c.schedule_id == schedule_id)).fetchone()
     return None if row is None else _record(row)
 
 
-def unsubmitted(conn: Connection) -> list[ScheduleRecord]:
+def unsubmitted(conn: Connection) -> list[Added]:
     """Schedules (removed ones too) whose latest firing is recorded but its task is not: a crash between the appends."""
     q = (
         _query()
