@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -101,23 +102,27 @@ def gone(pid: int) -> bool:
 def test_start_job_returns_at_once_and_its_end_reaches_the_task(store, runner, workspace, monkeypatch) -> None:
     monkeypatch.setenv("API_TOKEN", "s3cret")
     task_id = running_task(store, workspace)
-    command = 'sleep 0.5; echo built > result.txt; echo "$PWD ${API_TOKEN:-no token}"; echo careful >&2'
-    outcome, elapsed = start_job(store, runner, task_id, workspace, command)
-    assert outcome.ok and elapsed < 0.3, f"start_job waited {elapsed:.2f}s for its command"
+    # The command cannot end before the test lets it: start_job returning at all shows it did not wait.
+    command = ('while [ ! -f go ]; do sleep 0.05; done; echo built > result.txt; echo "$PWD ${API_TOKEN:-no token}"; '
+               'echo careful >&2')
+    outcome, _ = start_job(store, runner, task_id, workspace, command)
+    assert outcome.ok
     job_id = outcome.observation["job_id"]
     assert outcome.artifact_events == (JobStarted(job_id=job_id, call_id="c1", command=command),)
     [started] = events(store, task_id, JobStarted)
     assert started.job_id == job_id
+    assert runner.running() == [job_id] and not events(store, task_id, JobFinished)
+    (workspace / "go").touch()
 
     finished = wait_finished(store, task_id)
     assert (finished.job_id, finished.exit_code) == (job_id, 0)
-    assert finished.summary.startswith("finished with exit code 0 after 0.")
+    assert re.fullmatch(r"finished with exit code 0 after \d+(\.\d)? s", finished.summary), finished.summary
     output = runner.artifacts.get(finished.output_ref).decode()
     assert output == f"{workspace.resolve()} no token\ncareful\n"
     assert (workspace / "result.txt").read_text() == "built\n"
     [note] = pending(store, task_id)
     assert (note.source, note.kind, note.dedupe_key) == ("job", "job_finished", f"job:{job_id}")
-    assert note.text.startswith(f"job {job_id} (sleep 0.5; echo built > result.txt; echo \"$PWD ${{API_")
+    assert note.text.startswith(f"job {job_id} (while [ ! -f go ]; do sleep 0.05; done; echo built > re")
     assert "finished with exit code 0 after" in note.text and note.text.endswith(f"; output: {finished.output_ref}")
     assert runner.running() == [] and list((runner.jobs_dir).iterdir()) == []
 
