@@ -12,6 +12,7 @@ from typing import Iterable, NamedTuple, Union
 from store import rules
 from store.events import (
     AnswerGiven,
+    ContextTrimmed,
     RunInterrupted,
     JobFinished,
     JobStarted,
@@ -47,6 +48,7 @@ from store.events import (
 
 TASK_EVENTS = (
     AnswerGiven,
+    ContextTrimmed,
     RunInterrupted,
     JobFinished,
     JobStarted,

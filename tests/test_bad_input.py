@@ -546,3 +546,16 @@ def test_cancel_of_a_cancelled_task_says_so_and_writes_nothing(agentd, data_dir,
     one_error_line(agentd(*dd, "task", "cancel", "t-nosuchtask"), "t-nosuchtask")
     assert event_count(data_dir / "agentd.db") == 2
     ok(agentd(*dd, "replay"))
+
+
+@pytest.mark.parametrize("spec, names", [
+    ("everything", ["unknown context policy 'everything'", "window:K"]),
+    ("window:0", ["at least one step", "window:0"]),
+    ("elide_tool_results", ["needs a number"]),
+])
+def test_submit_with_a_bad_context_policy_names_it_and_submits_nothing(agentd, data_dir, spec, names):
+    result = agentd("--data-dir", str(data_dir), "task", "submit", "x", "--policy", spec)
+    one_error_line(result, *names)
+    assert result.returncode == 2 and result.stdout == ""
+    assert agentd("--data-dir", str(data_dir), "task", "list", "--json").stdout.strip() == "[]"
+    assert "--policy" in agentd("task", "submit", "--help").stdout

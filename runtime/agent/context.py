@@ -22,6 +22,7 @@ from runtime.errors import ContextOverflow
 from store.events import (
     ArtifactWritten,
     ContextManifest,
+    ContextTrimmed,
     EvidenceRetrieved,
     LeftOut,
     ManifestItem,
@@ -69,6 +70,10 @@ class Transcript:
     last_manifest: ContextManifest | None = None
     last_result: Block | None = None
     paths: KnownPaths = field(default_factory=lambda: KnownPaths())
+    # Each result block's label -> the event it shows: a policy that elides one says how to see it again.
+    results: dict[str, ToolCallExecuted] = field(default_factory=dict)
+    # The cut the task's requests make of this history, if the default policy has had to make one.
+    trimmed: ContextTrimmed | None = None
 
     def apply(self, rec: Recorded) -> None:
         """Take one more of the task's events into the history."""
@@ -91,6 +96,8 @@ class Transcript:
             self.entries.append(skill_block(e))
         elif isinstance(e, SkillActivationFailed):
             self.entries.append(failure_block(e))
+        elif isinstance(e, ContextTrimmed):
+            self.trimmed = e
         elif isinstance(e, ModelCalled):
             self.calls = max(self.calls, e.call_index)
             self.last_manifest = e.manifest or self.last_manifest
@@ -113,6 +120,7 @@ class Transcript:
             self.paths.executed(e)
             block = observation_block(e)
             self.entries.append(block)
+            self.results[block.label] = e
             self.last_result = block
             self.citable.append(block.label)
             path = e.observation.get("path")
@@ -343,12 +351,24 @@ class Request:
     prompt: str
     manifest: ContextManifest
     blocks: tuple[Block, ...]
+    # A cut of the history this request makes first, to record before it is sent (see agent.policy).
+    trimmed: ContextTrimmed | None = None
+
+
+def budget_of(window: int, max_output: int) -> int:
+    return window - max_output - PROTOCOL_OVERHEAD
+
+
+def layout(prefix: Sequence[Block], history: Sequence[Block], tail: Sequence[Block]) -> tuple[Message, Message]:
+    """The two messages of a request: the stable prefix, then the history and this decision's tail."""
+    return Message("system", join(list(prefix))), Message("user", join([*history, *tail]))
 
 
 def assemble(
     *,
     prefix: Sequence[Block],
-    transcript: Transcript,
+    history: Sequence[Block],
+    step: int,
     tail: Sequence[Block],
     render: Callable[[Sequence[Message]], str],
     count: Callable[[str], int],
@@ -359,16 +379,17 @@ def assemble(
     prompt_ref: Callable[[str], str],
     left_out: Sequence[LeftOut] = (),
 ) -> Request:
-    """Lay out the prefix (the system message), then the history and this decision's tail (one user
-    message that only grows at its end but for the tail), measure it, and refuse rather than truncate."""
-    body = [*transcript.entries, *tail]
-    messages = (Message("system", join(list(prefix))), Message("user", join(body)))
+    """Lay out the prefix (the system message), then the history the context policy chose and this
+    decision's tail (one user message that only grows at its end but for the tail), measure it, and
+    refuse rather than truncate."""
+    body = [*history, *tail]
+    messages = layout(prefix, history, tail)
     prompt = render(messages)
     total = count(prompt)
-    budget = window - max_output - PROTOCOL_OVERHEAD
+    budget = budget_of(window, max_output)
     if total > budget:
         raise ContextOverflow(
-            f"the request for step {transcript.calls + 1} needs {total} tokens but the budget is {budget} "
+            f"the request for step {step} needs {total} tokens but the budget is {budget} "
             f"(window {window} - output {max_output} - overhead {PROTOCOL_OVERHEAD}); "
             "instructions and task state are never cut, so the task stops here"
         )

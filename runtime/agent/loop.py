@@ -17,6 +17,7 @@ reading its events (`decide.settle`); nothing lives only in memory.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -31,6 +32,7 @@ import anyio
 from notifications import queue
 from runtime.skills import activation
 from runtime.agent import context, decide, knowledge, proposal
+from runtime.agent import policy as policy_
 from runtime.agent.decide import arguments_hash  # noqa: F401  the page checks approvals with it
 from runtime.agent.view import TaskView
 from runtime import logs
@@ -49,6 +51,7 @@ from runtime.errors import ContextOverflow, InferenceError
 from store.events import (
     AnswerGiven,
     ApprovalRequested,
+    ContextTrimmed,
     EvidenceItem,
     EvidenceRetrieved,
     LeftOut,
@@ -334,6 +337,11 @@ class _Runner:
             except InferenceError as e:  # the chat template refused the messages
                 await self._fail(f"the request for step {call_index} could not be built: {e}")
                 return None
+            if request.trimmed is not None:
+                # Before the call, like evidence and notifications: a re-run finds the cut in the log.
+                await self._append(request.trimmed)
+                log.info("history cut", task_id=self.task_id, call_index=call_index, elided=request.trimmed.elided,
+                         dropped=request.trimmed.dropped, tokens_before=request.trimmed.tokens_before)
             try:
                 completion = await self.rt.model.acomplete(
                     request.prompt,
@@ -514,9 +522,28 @@ def request_for(
     pinned = view.pinned
     offered = offered_tools(rt, trusted, has_skills=bool(pinned and pinned.entries))
     transcript, summary = view.transcript, view.summary
+    # The tools offered to the task stay in the prefix for all its requests, so that llama.cpp can
+    # reuse it; what may be chosen at this step is narrowed in the grammar alone.
+    prefix = prefix_blocks(profile, rt.tools.definitions(offered), skills=catalog_block(pinned))
+    # A retry says why the last reply was refused; the history before the tail is the same either way.
+    tail = context.tail_blocks(
+        transcript, summary, call_index, trusted.submitted, attempt, view.last_rejection if attempt > 1 else ""
+    )
+    window, max_output = rt.model.n_ctx, profile.max_output_tokens
+    budget = context.budget_of(window, max_output)
+    last = transcript.trimmed
+    shown = policy_.apply(
+        policy_.parse(trusted.submitted.policy),
+        transcript.entries,
+        transcript.results,
+        measure=lambda history: rt.model.count(rt.model.render(context.layout(prefix, history, tail))),
+        budget=budget,
+        count=rt.model.count,
+        cut=policy_.Cut(last.elided, last.dropped) if last else policy_.Cut(),
+    )
     usable = choices_for(
         offered, view, attempt, kind, escalation=profile.escalation,
-        contracts={name: rt.tools.get(name).contract for name in offered},
+        contracts={name: rt.tools.get(name).contract for name in offered}, shown=shown,
     )
     schema = proposal.schema(
         {name: _arguments(rt.tools.get(name).contract, usable.paths.get(name)) for name in usable.tools},
@@ -525,28 +552,27 @@ def request_for(
         citable=usable.sources,
         allow_escalate=usable.escalation,
     )
-    # The tools offered to the task stay in the prefix for all its requests, so that llama.cpp can
-    # reuse it; what may be chosen at this step is narrowed in the grammar alone.
-    prefix = prefix_blocks(profile, rt.tools.definitions(offered), skills=catalog_block(pinned))
-    # A retry says why the last reply was refused; the history before the tail is the same either way.
-    tail = context.tail_blocks(
-        transcript, summary, call_index, trusted.submitted, attempt, view.last_rejection if attempt > 1 else ""
-    )
     request = context.assemble(
         prefix=prefix,
-        transcript=transcript,
+        history=shown.entries,
+        step=transcript.calls + 1,
         tail=tail,
         render=rt.model.render,
         count=rt.model.count,
-        window=rt.model.n_ctx,
-        max_output=profile.max_output_tokens,
+        window=window,
+        max_output=max_output,
         decision=kind,
         schema=schema,
         prompt_ref=(lambda text: rt.artifacts.put(text.encode())) if store_prompt else (
             lambda text: ref_for(text.encode())
         ),
-        left_out=activation.catalog_left_out(pinned),
+        left_out=(*activation.catalog_left_out(pinned), *shown.left_out),
     )
+    if shown.new_cut_from is not None:
+        request = dataclasses.replace(request, trimmed=ContextTrimmed(
+            call_index=call_index, elided=shown.cut.elided, dropped=shown.cut.dropped,
+            tokens_before=shown.new_cut_from, tokens_after=request.manifest.total_tokens, budget=budget,
+        ))
     return request, schema, usable
 
 
@@ -595,13 +621,17 @@ def choices_for(
     *,
     escalation: bool = True,
     contracts: Mapping[str, ToolContract] | None = None,
+    shown: policy_.Shown | None = None,
 ) -> Choices:
     """Only what can be used now: skill files once a skill is active, artifacts once there are some,
     skills not yet taken in, paths the task may still usefully name; after a refusal, not the refused
     tool or skill; on the last step or the last try, only an answer (or an escalation, where the
     profile has one)."""
     contracts = contracts or {}
-    sources = tuple(dict.fromkeys(view.transcript.citable))
+    # What the context policy left out of this request cannot be cited from it (an elided result keeps
+    # its label and stays citable: the model read it, and the pointer says where it is).
+    hidden = shown.dropped if shown else frozenset()
+    sources = tuple(dict.fromkeys(c for c in view.transcript.citable if c not in hidden))
     if kind == "final_step" or attempt >= context.LAST_ATTEMPT:
         return Choices((), (), sources, escalation)
     active = view.active
@@ -631,6 +661,8 @@ def choices_for(
             skills = []
     paths: dict[str, tuple[str, ...]] = {}
     known = view.transcript.paths
+    # A file whose content this request no longer shows may be read again.
+    unread = shown.unread if shown else frozenset()
     if known.complete:
         for name in list(tools):
             kind = _path_kind(contracts[name]) if name in contracts else None
@@ -639,7 +671,7 @@ def choices_for(
             # Reading again what the task holds unchanged only repeats a result it has: a small model
             # otherwise rereads the file it should be answering from or changing, step after step.
             fresh = {
-                "read file": known.files - known.read,
+                "read file": known.files - (known.read - unread),
                 "read folder": known.folders - known.listed,
                 "file": known.files,
                 "folder": known.folders,

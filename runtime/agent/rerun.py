@@ -18,6 +18,7 @@ from runtime.agent.view import TaskView
 from store.errors import AgentdError
 from store.events import (
     ContextManifest,
+    ContextTrimmed,
     EvidenceRetrieved,
     ModelCalled,
     NotificationsAdmitted,
@@ -98,11 +99,11 @@ def _check_call(rt: Runtime, trusted: Trusted, records: list[Recorded], i: int) 
 
 
 def _before_step(records: list[Recorded], i: int) -> list[Recorded]:
-    """The events before the step began: its evidence is retrieved again to compare, and evidence and
-    notifications recorded for it are not yet history."""
+    """The events before the step began: its evidence is retrieved again to compare, and evidence,
+    notifications and a cut of the history recorded for it are not yet history."""
     step = records[i].event.call_index
     j = i
-    while j > 0 and isinstance(records[j - 1].event, (EvidenceRetrieved, NotificationsAdmitted)) and (
+    while j > 0 and isinstance(records[j - 1].event, (EvidenceRetrieved, NotificationsAdmitted, ContextTrimmed)) and (
         records[j - 1].event.call_index == step
     ):
         j -= 1

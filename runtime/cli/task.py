@@ -59,6 +59,10 @@ def _context_pairs(ctx: click.Context, param: click.Parameter, pairs: tuple[str,
 @click.option("--max-steps", type=click.IntRange(min=1), help="Model calls allowed before the task stops.")
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Tokens allowed before the task stops.")
 @click.option(
+    "--policy", default="auto", show_default=True, metavar="POLICY",
+    help="Which of the task's history each request shows: auto, full, window:K or elide_tool_results:K.",
+)
+@click.option(
     "--context", "context", multiple=True, metavar="KEY=VALUE", callback=_context_pairs,
     help="A trusted fact about the caller the task is shown, such as account_id=a-123 (repeatable).",
 )
@@ -71,6 +75,7 @@ def submit(
     workspace: Path | None,
     max_steps: int | None,
     max_tokens: int | None,
+    policy: str,
     context: dict[str, str],
     profile: str,
     tenant: str,
@@ -86,7 +91,7 @@ def submit(
         raise InvalidCommand(f"no profile {profile!r}; loaded profiles: {', '.join(sorted(known))}")
     events = submit_task(
         goal, settings.workspace, profile=profile, tenant=tenant, allowed_effects=("read", *allowed),
-        max_steps=max_steps, max_tokens=max_tokens, context=context,
+        max_steps=max_steps, max_tokens=max_tokens, context=context, policy=policy,
     )
     task_id = new_task_id()
     records = app.store().append(task_id, events, expected_version=NO_STREAM, actor="cli")

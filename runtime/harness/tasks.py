@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from runtime.agent import policy as policy_
 from runtime.errors import InvalidCommand
 from store.events import Event, TaskPhase, TaskPhaseChanged, TaskSubmitted
 from store.state import TaskState
@@ -19,6 +20,7 @@ def submit_task(
     max_steps: int | None = None,
     max_tokens: int | None = None,
     context: dict[str, str] | None = None,
+    policy: str = policy_.DEFAULT,
 ) -> list[Event]:
     goal = goal.strip()
     if not goal:
@@ -27,10 +29,11 @@ def submit_task(
         raise InvalidCommand(f"workspace {workspace} is not a folder")
     limits = {k: v for k, v in (("max_steps", max_steps), ("max_tokens", max_tokens)) if v is not None}
     effects = tuple(sorted(set(allowed_effects) | {"read"}))
+    policy = str(policy_.parse(policy))
     return [
         TaskSubmitted(
             goal=goal, workspace=str(workspace.resolve()), tenant=tenant, profile=profile,
-            allowed_effects=effects, context=dict(sorted((context or {}).items())), **limits,
+            allowed_effects=effects, context=dict(sorted((context or {}).items())), policy=policy, **limits,
         )
     ]
 

@@ -6,6 +6,7 @@ from store.events.artifact import ArtifactDeleted, ArtifactRead, ArtifactWritten
 from store.events.call import (
     AnswerGiven,
     ContextManifest,
+    ContextTrimmed,
     EvidenceItem,
     EvidenceRetrieved,
     LeftOut,
@@ -49,6 +50,7 @@ __all__ = [
     "ArtifactWritten",
     "CatalogEntry",
     "ContextManifest",
+    "ContextTrimmed",
     "Event",
     "EvidenceItem",
     "EvidenceRetrieved",

@@ -77,6 +77,21 @@ class EvidenceItem(_Value):
     tokens: int = Field(ge=0)
 
 
+class ContextTrimmed(Event):
+    """From this decision on, the task's requests show its history cut: the oldest `elided` tool
+    results as one-line pointers, the oldest `dropped` steps not at all (both counted over the whole
+    history). Recorded before the call, so every later request, a restart and a re-run cut alike, and
+    the prefix breaks here once rather than at every call."""
+
+    call_index: int = Field(ge=1)
+    elided: int = Field(ge=0)
+    dropped: int = Field(ge=0)
+    # The request with the previous cut, and with this one, against the budget it must fit.
+    tokens_before: int = Field(ge=0)
+    tokens_after: int = Field(ge=0)
+    budget: int = Field(ge=0)
+
+
 class EvidenceRetrieved(Event):
     """Evidence chosen for a decision, recorded with its text: a later edit of the source changes
     neither what this task was shown nor its cached prefix."""

@@ -36,6 +36,9 @@ class TaskSubmitted(Event):
     # What the authenticated caller's side knows about them (an account id, a plan): trusted request
     # context, shown to the model as task state, never taken from the model or from the goal's text.
     context: dict[str, str] = {}
+    # Which of the task's history each request shows (runtime.agent.policy); tasks recorded before
+    # there was a choice read as the default, which shows the whole history while it fits.
+    policy: str = "auto"
 
 
 class TaskPhaseChanged(Event):
