@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import click
@@ -131,6 +130,9 @@ def status(app: App, as_json: bool) -> None:
 
 
 def _health(page: str) -> dict | None:
+    # Only asked of a running daemon: `status` of a stopped one does not pay for the HTTP client.
+    import urllib.request
+
     try:
         with urllib.request.urlopen(page + "healthz", timeout=2) as response:
             return json.loads(response.read())
