@@ -559,3 +559,9 @@ def test_submit_with_a_bad_context_policy_names_it_and_submits_nothing(agentd, d
     assert result.returncode == 2 and result.stdout == ""
     assert agentd("--data-dir", str(data_dir), "task", "list", "--json").stdout.strip() == "[]"
     assert "--policy" in agentd("task", "submit", "--help").stdout
+
+
+def test_replay_under_a_bad_policy_or_without_a_task_is_one_line_and_exit_2(agentd, data_dir):
+    one_error_line(agentd("--data-dir", str(data_dir), "replay", "--task", "t-x", "--policy", "most"), "most")
+    result = agentd("--data-dir", str(data_dir), "replay", "--policy", "full")
+    assert result.returncode == 2 and "--policy goes with --task" in result.stderr

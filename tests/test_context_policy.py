@@ -8,7 +8,7 @@ import pytest
 
 from runtime.agent import policy
 from runtime.agent.loop import run_task
-from runtime.agent.rerun import rerun_recorded
+from runtime.agent.rerun import reassemble, rerun_recorded
 from runtime.agent.view import TaskView
 from runtime.errors import ConfigError
 from runtime.inference.scripted import ScriptedModel
@@ -173,3 +173,24 @@ def test_a_long_task_fails_at_the_window_under_full_and_finishes_under_the_defau
     # A re-run on the recorded outputs rebuilds every cut request exactly.
     report = rerun_recorded(rt, task_id)
     assert report.calls == 17 and report.difference is None, report.difference
+
+
+def test_a_recorded_task_reassembled_under_another_policy_shows_what_each_request_would_hold(store, tmp_path) -> None:
+    rt, task_id = long_task(store, tmp_path, "auto")
+    assert anyio.run(lambda: run_task(rt, task_id)) == "completed"
+    recorded = {c.call_index: c.prompt_tokens for c in events(store, task_id, ModelCalled)}
+
+    same = reassemble(rt, task_id, "auto")
+    assert [(c.call_index, c.tokens) for c in same] == sorted(recorded.items())
+    assert [c.call_index for c in same if c.note.startswith("cuts:")] == [
+        t.call_index for t in events(store, task_id, ContextTrimmed)
+    ]
+
+    full = reassemble(rt, task_id, "full")
+    over = [c.call_index for c in full if c.tokens is None]
+    assert over and over[0] == 8 and all(c.left_out == 0 for c in full)
+    assert [c.tokens for c in full[:7]] == [recorded[i] for i in range(1, 8)]
+
+    window = reassemble(rt, task_id, "window:2")
+    assert all(c.left_out == 2 * max(c.call_index - 3, 0) for c in window)
+    assert all(c.tokens <= recorded[c.call_index] or c.call_index <= 7 for c in window)

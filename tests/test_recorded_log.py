@@ -49,3 +49,23 @@ def test_the_recorded_task_reruns_on_its_outputs_with_no_divergence(agentd, tmp_
     rerun = agentd("replay", "--task", TASK, "--recorded", env=e, timeout=120)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert "every manifest and outcome matches" in rerun.stdout
+
+
+def test_the_recorded_task_reassembles_under_another_policy_from_the_command_line(agentd, tmp_path: Path) -> None:
+    e = imported(agentd, tmp_path)
+    recorded = [json.loads(line)["payload"] for line in FIXTURE.read_text().splitlines()
+                if json.loads(line)["type"] == "ModelCalled" and json.loads(line)["payload"]["attempt"] == 1]
+    same = agentd("replay", "--task", TASK, "--policy", "auto", "--json", env=e, timeout=120)
+    assert same.returncode == 0, same.stderr
+    calls = json.loads(same.stdout)["calls"]
+    # Recorded under the default, which cut nothing: built again the same, token for token.
+    assert [(c["call_index"], c["tokens"], c["left_out"]) for c in calls] == [
+        (p["call_index"], p["prompt_tokens"], 0) for p in recorded
+    ]
+    window = agentd("replay", "--task", TASK, "--policy", "window:1", env=e, timeout=120)
+    assert window.returncode == 0, window.stderr
+    lines = window.stdout.splitlines()
+    assert lines[0] == f"{TASK} under window:1: each decision's first request, built from the recorded history"
+    assert lines[1].split()[:4] == ["CALL", "RECORDED", "TOKENS", "LEFT"]
+    last = lines[-1].split()
+    assert int(last[3]) == 2 * (len(recorded) - 2) and int(last[2]) < int(last[1])

@@ -511,6 +511,7 @@ def request_for(
     kind: str,
     *,
     store_prompt: bool,
+    cut: policy_.Cut | None = None,
 ) -> tuple[context.Request, dict, Choices]:
     """Step 5: the request for one attempt of one decision, from the events before it.
 
@@ -539,7 +540,8 @@ def request_for(
         measure=lambda history: rt.model.count(rt.model.render(context.layout(prefix, history, tail))),
         budget=budget,
         count=rt.model.count,
-        cut=policy_.Cut(last.elided, last.dropped) if last else policy_.Cut(),
+        # The cut recorded last, unless a re-assembly under another policy carries its own.
+        cut=cut if cut is not None else policy_.Cut(last.elided, last.dropped) if last else policy_.Cut(),
     )
     usable = choices_for(
         offered, view, attempt, kind, escalation=profile.escalation,

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from runtime.agent import decide, loop as agent, proposal
+from runtime.agent import policy as policy_
 from runtime.agent.loop import Runtime, Trusted
 from runtime.agent.view import TaskView
+from runtime.errors import ContextOverflow
 from store.errors import AgentdError
 from store.events import (
     ContextManifest,
@@ -66,6 +68,57 @@ def rerun_recorded(rt: Runtime, task_id: str) -> RerunReport:
         if difference is not None:
             return RerunReport(task_id, calls, difference)
     return RerunReport(task_id, calls, None)
+
+
+@dataclass(frozen=True)
+class Reassembled:
+    """One recorded request built again under another context policy."""
+
+    call_index: int
+    recorded_tokens: int
+    tokens: int | None  # None: over the window under that policy
+    left_out: int
+    left_out_tokens: int
+    note: str
+
+
+def reassemble(rt: Runtime, task_id: str, spec: str) -> list[Reassembled]:
+    """Each decision's first request as it would have been under context policy `spec`, built from the
+    recorded history (the calls and results stay what they were: only what each request shows changes)."""
+    records = rt.store.read_stream(task_id)
+    if not records or not isinstance(records[0].event, TaskSubmitted):
+        raise AgentdError(f"no task {task_id!r}")
+    chosen = str(policy_.parse(spec))
+    submitted = records[0].event.model_copy(update={"policy": chosen})
+    profile = rt.profiles.get(submitted.profile)
+    if profile is None:
+        raise AgentdError(f"task {task_id} uses profile {submitted.profile!r}, which is not loaded")
+    trusted = Trusted(task_id, records[0].actor, submitted.tenant, _time_of(records[0]), submitted, profile)
+    cut = policy_.Cut()
+    out = []
+    for i, rec in enumerate(records):
+        called = rec.event
+        if not isinstance(called, ModelCalled) or called.attempt != 1:
+            continue
+        # The recorded cuts belong to the recorded policy: this one makes its own.
+        before = [r for r in records[:i] if not isinstance(r.event, ContextTrimmed)]
+        view = TaskView.of(before)
+        try:
+            request, _, _ = agent.request_for(rt, trusted, view, called.call_index, 1, called.decision,
+                                              store_prompt=False, cut=cut)
+        except ContextOverflow as e:
+            out.append(Reassembled(called.call_index, called.prompt_tokens, None, 0, 0, str(e)))
+            continue
+        note = ""
+        if request.trimmed is not None:
+            cut = policy_.Cut(request.trimmed.elided, request.trimmed.dropped)
+            note = f"cuts: {cut.elided} results elided, {cut.dropped} steps dropped"
+        shown = [x for x in request.manifest.left_out if x.kind != "skill"]
+        out.append(Reassembled(
+            called.call_index, called.prompt_tokens, request.manifest.total_tokens, len(shown),
+            sum(x.tokens for x in shown), note,
+        ))
+    return out
 
 
 def _check_call(rt: Runtime, trusted: Trusted, records: list[Recorded], i: int) -> Difference | None:

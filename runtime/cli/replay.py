@@ -15,19 +15,27 @@ from runtime.errors import RecordingMismatch
 
 @click.command()
 @click.option("--until", "until", type=click.IntRange(min=0), help="Show every task as it stood right after event SEQ.")
-@click.option("--task", "task_id", help="With --recorded: the task to re-run.")
+@click.option("--task", "task_id", help="With --recorded or --policy: the task.")
 @click.option("--recorded", is_flag=True, help="Re-run the task's decisions against its recorded model outputs.")
+@click.option("--policy", "policy", metavar="POLICY",
+              help="Build the task's requests again under this context policy and show what each would hold.")
 @json_option
 @pass_app
-def replay(app: App, until: int | None, task_id: str | None, recorded: bool, as_json: bool) -> None:
+def replay(app: App, until: int | None, task_id: str | None, recorded: bool, policy: str | None, as_json: bool) -> None:
     """Rebuild every projection from the log into a scratch database and compare with the live one.
 
     Exits non-zero and names the first difference when they disagree. With --task ID --recorded,
     rebuild each of the task's requests with today's code instead, feed it the recorded model output,
-    and name the first step whose manifest or outcome differs.
+    and name the first step whose manifest or outcome differs. With --task ID --policy NAME, show call
+    by call what the requests would have held under another context policy.
     """
     store = app.store()
     settings = app.settings()
+    if policy is not None:
+        if not task_id or recorded:
+            raise click.UsageError("--policy goes with --task alone: agentd replay --task ID --policy NAME")
+        _reassemble(app, task_id, policy, as_json)
+        return
     if recorded or task_id:
         if not (recorded and task_id):
             raise click.UsageError("--recorded and --task go together: agentd replay --task ID --recorded")
@@ -84,3 +92,22 @@ def replay(app: App, until: int | None, task_id: str | None, recorded: bool, as_
             f"rebuilt the projections from {result.events} events in {result.seconds:.2f} s "
             f"({result.rate:,.0f} events/s); they match the live projections"
         )
+
+
+def _reassemble(app: App, task_id: str, policy: str, as_json: bool) -> None:
+    from runtime.agent import policy as policies
+    from runtime.agent.rerun import reassemble
+    from runtime.daemon.wiring import open_runtime
+
+    policies.parse(policy)  # a bad name fails before the model is loaded
+    store = app.store()
+    calls = reassemble(open_runtime(app.settings(), store), task_id, policy)
+    if as_json:
+        echo_json({"task_id": task_id, "policy": policy, "calls": calls})
+        return
+    click.echo(f"{task_id} under {policy}: each decision's first request, built from the recorded history")
+    click.echo(table(
+        [(c.call_index, c.recorded_tokens, "over" if c.tokens is None else c.tokens, c.left_out, c.left_out_tokens,
+          c.note) for c in calls],
+        ["CALL", "RECORDED", "TOKENS", "LEFT OUT", "LEFT OUT TOKENS", "NOTE"],
+    ))
