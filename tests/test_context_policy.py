@@ -194,3 +194,17 @@ def test_a_recorded_task_reassembled_under_another_policy_shows_what_each_reques
     window = reassemble(rt, task_id, "window:2")
     assert all(c.left_out == 2 * max(c.call_index - 3, 0) for c in window)
     assert all(c.tokens <= recorded[c.call_index] or c.call_index <= 7 for c in window)
+
+
+def test_the_accounting_of_a_cut_task_shows_what_each_call_left_out(store, tmp_path) -> None:
+    from runtime.agent.accounting import account
+
+    rt, task_id = long_task(store, tmp_path, "auto")
+    assert anyio.run(lambda: run_task(rt, task_id)) == "completed"
+    a = account(store.read_stream(task_id))
+    calls = events(store, task_id, ModelCalled)
+    assert [c.left_out > 0 for c in a.calls] == [any(x.reason.startswith("auto:") for x in c.manifest.left_out)
+                                                  for c in calls]
+    assert a.calls[7].left_out > 0 and a.calls[6].left_out == 0
+    assert a.billed == sum(c.prompt_tokens for c in calls) and a.evaluated <= a.billed
+    assert all(c.tool_results > 0 for c in a.calls[1:])

@@ -69,3 +69,24 @@ def test_the_recorded_task_reassembles_under_another_policy_from_the_command_lin
     assert lines[1].split()[:4] == ["CALL", "RECORDED", "TOKENS", "LEFT"]
     last = lines[-1].split()
     assert int(last[3]) == 2 * (len(recorded) - 2) and int(last[2]) < int(last[1])
+
+
+def test_the_recorded_task_shows_where_its_tokens_went(agentd, tmp_path: Path) -> None:
+    e = imported(agentd, tmp_path)
+    called = [json.loads(line)["payload"] for line in FIXTURE.read_text().splitlines()
+              if json.loads(line)["type"] == "ModelCalled"]
+    shown = json.loads(agentd("task", "show", TASK, "--buckets", "--json", env=e).stdout)
+    rows = shown["calls"]
+    assert [(r["call_index"], r["attempt"]) for r in rows] == [(c["call_index"], c["attempt"]) for c in called]
+    for row, c in zip(rows, called):
+        b = c["manifest"]["buckets"]
+        assert (row["system"], row["tool_definitions"], row["tool_results"], row["conversation"], row["total"]) == (
+            b["system"], b["tool_definitions"], b["tool_results"], b["conversation"], b["total"]
+        )
+    assert [r["billed"] for r in rows] == [sum(c["prompt_tokens"] for c in called[: n + 1]) for n in range(len(called))]
+    assert shown["billed"] == rows[-1]["billed"] and shown["evaluated"] == sum(c["evaluated_tokens"] for c in called)
+    assert "read_file" not in shown["unused_tools"] and "shell" not in shown["unused_tools"]
+    assert shown["unused_tools"] and shown["unused_tool_definitions"] > 0
+    text = agentd("task", "show", TASK, "--buckets", env=e).stdout
+    assert text.splitlines()[0].split()[:4] == ["STEP", "TRY", "SYSTEM", "TOOL"]
+    assert f"tokens billed {shown['billed']}, evaluated {shown['evaluated']}" in text

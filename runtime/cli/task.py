@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import click
 
+from runtime.agent.accounting import Accounting, account
 from runtime.artifacts import ArtifactStore
 from runtime.cli._app import App, json_option, pass_app, task_options
 from runtime.cli._watch import Watch
@@ -125,13 +126,21 @@ def list_(app: App, phase: str | None, as_json: bool) -> None:
 @click.option("--calls", is_flag=True, help="List the task's model calls with their token figures.")
 @click.option("--manifest", "manifest_n", type=click.IntRange(min=1), help="Show the context manifest of call N.")
 @click.option("--prompt", is_flag=True, help="With --manifest: print the exact prompt the model received.")
+@click.option("--buckets", is_flag=True, help="Where each call's tokens went, and the session's running totals.")
 @json_option
 @pass_app
 def show(
-    app: App, task_id: str, at_seq: int | None, calls: bool, manifest_n: int | None, prompt: bool, as_json: bool
+    app: App, task_id: str, at_seq: int | None, calls: bool, manifest_n: int | None, prompt: bool, buckets: bool,
+    as_json: bool,
 ) -> None:
     """Show one task: state, completed actions, approvals and artifacts; or its calls and manifests."""
     store = app.store()
+    if buckets:
+        records = store.read_stream(task_id)
+        if not records:
+            raise NotFound(f"no task {task_id!r}")
+        show_buckets(account(records), as_json)
+        return
     if calls or manifest_n is not None:
         records = store.read_stream(task_id)
         if not records:
@@ -270,6 +279,21 @@ def show_calls(calls: list[ModelCalled], as_json: bool) -> None:
             ["N", "STEP", "TRY", "DECISION", "PROMPT", "CACHED", "EVALUATED", "OUT", "TTFT S", "GEN S", "PREFIX BREAK"],
         )
     )
+
+
+def show_buckets(a: Accounting, as_json: bool) -> None:
+    if as_json:
+        echo_json(a)
+        return
+    click.echo(table(
+        [(c.call_index, c.attempt, c.system, c.tool_definitions, c.tool_results, c.conversation, c.total,
+          c.left_out, c.billed, c.evaluated) for c in a.calls],
+        ["STEP", "TRY", "SYSTEM", "TOOL DEFS", "TOOL RESULTS", "CONVERSATION", "TOTAL", "LEFT OUT", "BILLED",
+         "EVALUATED"],
+    ))
+    click.echo(f"\ntokens billed {a.billed}, evaluated {a.evaluated} (after prefix reuse)")
+    unused = ", ".join(a.unused_tools) or "none"
+    click.echo(f"on definitions of tools never called ({unused}): {a.unused_tool_definitions}")
 
 
 def show_manifest(app: App, calls: list[ModelCalled], n: int, prompt: bool, as_json: bool) -> None:
