@@ -30,6 +30,7 @@ from runtime.harness.tasks import submit_task
 from runtime.web.app import CSP, create_app
 from store import NO_STREAM, EventStore
 from store.events import (
+    ContextTrimmed,
     NOTIFICATIONS_STREAM,
     AdmittedNotification,
     AnswerGiven,
@@ -484,6 +485,7 @@ def test_the_task_page_shows_summary_timeline_artifacts_and_model_calls(app, sto
                            fingerprint="fp", budget_tokens=400),
         SkillActivated(call_index=2, name="runbook", content_hash="9" * 64, folder="f", body="do it"),
         ProposalRejected(call_index=2, attempt=1, error="unknown tool 'rm'"),
+        ContextTrimmed(call_index=2, elided=3, dropped=1, tokens_before=9000, tokens_after=4800, budget=7800),
         ModelCalled(call_index=2, attempt=2, model="test-model", manifest=manifest(), prompt_tokens=300,
                     completion_tokens=20, cached_tokens=260),
         ArtifactRead(path="notes.txt", sha256="1" * 64, size=42),
@@ -506,6 +508,7 @@ def test_the_task_page_shows_summary_timeline_artifacts_and_model_calls(app, sto
         "1 notification(s) admitted into call 2", "file_watcher/file_modified", "1 skill(s)",
         "skill runbook activated", "rejected (attempt 1)", "unknown tool &#39;rm&#39;", "job j-1 started",
         "exit code 0", "run interrupted", "The folder is clean.", "phase: completed",
+        "history cut for call 2: 3 result(s) elided, 1 step(s) dropped", "9000 tokens before, 4800 after, budget 7800",
         "out/report.md", "222222222222", "1234", "passed",
     ):
         assert text in page, text

@@ -14,6 +14,7 @@ from store.events import (
     ArtifactDeleted,
     ArtifactRead,
     ArtifactWritten,
+    ContextTrimmed,
     EvidenceRetrieved,
     JobFinished,
     JobStarted,
@@ -124,6 +125,10 @@ _DESCRIBE: dict[type, Callable[[Any], tuple[str, str, str | None]]] = {
     ),
     ToolCallExecuted: _executed,
     NotificationsAdmitted: _admitted,
+    ContextTrimmed: lambda e: (
+        "evidence", f"history cut for call {e.call_index}: {e.elided} result(s) elided, {e.dropped} step(s) dropped",
+        f"{e.tokens_before} tokens before, {e.tokens_after} after, budget {e.budget}",
+    ),
     SkillCatalogPinned: _catalog,
     SkillActivated: lambda e: (
         "skill", f"skill {e.name} activated by the {e.by} (sha256 {e.content_hash[:12]})", None
