@@ -22,7 +22,7 @@ class Event(BaseModel):
     upcaster from the previous version so events already in the log still load.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     schema_version: ClassVar[int] = 1
 

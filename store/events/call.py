@@ -13,7 +13,7 @@ Trust = Literal["trusted", "untrusted"]
 
 
 class _Value(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class ManifestItem(_Value):

@@ -27,7 +27,7 @@ class NotificationEnqueued(Event):
 
 
 class AdmittedNotification(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     notification_id: str
     source: Source

@@ -12,7 +12,7 @@ from store.events._base import Event
 class CatalogEntry(BaseModel):
     """One skill as the catalog showed it: the description possibly shortened to fit the budget."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     name: str
     description: str
