@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from typing import Iterator, Sequence
-
-from sqlalchemy import Connection
+from typing import Sequence
 
 from store import log, migrate, projections
-from store.database import create_engines, translating
+from store.database import create_engines
+from store.queries import tasks as task_queries
+from store.reader import reading
 from store.events import NOTIFICATIONS_STREAM, Event, Recorded
 from store.state import Approval, TaskState, TaskSummary, fold_all
 from store.writer import AppendRequest, Writer, WriterStats
@@ -102,12 +101,9 @@ class EventStore:
 
     # -- reading ---------------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def reading(self) -> Iterator[Connection]:
+    def reading(self):
         """A read connection in one transaction: every query in the block sees the same snapshot."""
-        with translating(self.url):
-            with self.engines.read.connect() as conn, conn.begin():
-                yield conn
+        return reading(self.url, self.engines)
 
     def last_seq(self) -> int:
         with self.reading() as conn:
@@ -142,4 +138,4 @@ class EventStore:
 
     def tasks(self, phase: str | None = None) -> list[TaskSummary]:
         with self.reading() as conn:
-            return projections.list_summaries(conn, phase=phase)
+            return task_queries.summaries(conn, phase=phase)

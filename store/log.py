@@ -4,19 +4,17 @@ from __future__ import annotations
 
 from typing import Iterator, NamedTuple, Sequence
 
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import Connection, select
 
 from store.events import Recorded, decode
+# Where the log stands, kept apart so that a command that only asks it need not load the event classes.
+from store.positions import count, last_seq, stream_version  # noqa: F401
 from store.sql import RowInsert, Statement
 from store.tables import events
 
 COLUMNS = tuple(c.name for c in events.columns)
 CHUNK = 5000
 
-_last_seq = Statement(select(func.coalesce(func.max(events.c.seq), 0)))
-_stream_version = Statement(
-    select(func.coalesce(func.max(events.c.stream_version), 0)).where(events.c.stream_id == bindparam("stream_id"))
-)
 INSERT = RowInsert(events)
 
 
@@ -108,14 +106,3 @@ def iter_records(conn: Connection, **kw) -> Iterator[Recorded]:
     for chunk in iter_record_chunks(conn, **kw):
         yield from chunk
 
-
-def last_seq(conn: Connection) -> int:
-    return _last_seq.scalar(conn)
-
-
-def stream_version(conn: Connection, stream_id: str) -> int:
-    return _stream_version.scalar(conn, {"stream_id": stream_id})
-
-
-def count(conn: Connection) -> int:
-    return conn.execute(select(func.count()).select_from(events)).scalar_one()

@@ -272,14 +272,6 @@ def load_task(conn: Connection, task_id: str) -> TaskState | None:
     )
 
 
-def list_summaries(conn: Connection, phase: str | None = None, limit: int | None = None) -> list[TaskSummary]:
-    q = select(*[tasks.c[name] for name in SUMMARY_FIELDS]).order_by(tasks.c.submitted_at, tasks.c.task_id)
-    if phase is not None:
-        q = q.where(tasks.c.phase == phase)
-    if limit is not None:
-        q = q.limit(limit)
-    return [TaskSummary(*row) for row in conn.execute(q)]
-
 
 def clear(conn: Connection) -> None:
     """Empty every projection table (children first, for the foreign keys)."""

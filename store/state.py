@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple, Union
 
 from store import rules
+from store.summary import TaskSummary
 from store.events import (
     AnswerGiven,
     ContextTrimmed,
@@ -81,24 +82,6 @@ TASK_EVENTS = (
 # several times as much to create or copy with a changed field.
 
 
-class TaskSummary(NamedTuple):
-    """The task's own fields: one row of the `tasks` table."""
-
-    task_id: str
-    goal: str
-    workspace: str
-    tenant: str
-    phase: str
-    max_steps: int
-    max_tokens: int
-    steps: int
-    tokens_used: int
-    test_status: str | None
-    submitted_at: str
-    updated_at: str
-    finished_at: str | None
-    version: int
-    last_seq: int
 
 
 class Action(NamedTuple):

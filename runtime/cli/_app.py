@@ -10,6 +10,7 @@ import click
 if TYPE_CHECKING:
     from runtime.config import Settings
     from store import EventStore
+    from store.reader import Reader
 
 
 class App:
@@ -18,6 +19,7 @@ class App:
         self._flags: dict[str, Any] = {"data_dir": data_dir}
         self._settings: Settings | None = None
         self._store: EventStore | None = None
+        self._reader: Reader | None = None
 
     def root_options(self) -> list[str]:
         """The root options this command was given, for a child agentd to be given them too."""
@@ -48,7 +50,23 @@ class App:
             self._store = EventStore(s.url, synchronous=s.sqlite_synchronous, busy_timeout_ms=s.busy_timeout_ms)
         return self._store
 
+    def reader(self) -> Reader | EventStore:
+        """The store for a command that only reads: without the writer and the event classes where the
+        database is there and current, the full store otherwise (which creates or upgrades it)."""
+        if self._store is not None:
+            return self._store
+        if self._reader is None:
+            from store.reader import Reader
+
+            s = self.settings()
+            if s.database_url is not None or s.db_path.is_file():
+                self._reader = Reader.open(s.url, busy_timeout_ms=s.busy_timeout_ms)
+        return self._reader or self.store()
+
     def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
         if self._store is not None:
             self._store.close()
             self._store = None

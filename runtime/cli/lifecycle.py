@@ -12,7 +12,6 @@ from pathlib import Path
 
 import click
 
-from notifications import queue
 from runtime.cli._app import App, daemon_options, json_option, pass_app
 from runtime.daemon.lock import holder, holder_pid
 from runtime.output import echo_json, fields_table
@@ -91,13 +90,17 @@ def stop(app: App, timeout_s: int) -> None:
 @pass_app
 def status(app: App, as_json: bool) -> None:
     """Whether agentd runs, its tasks by phase, the notification queue's depth, and the model's state."""
+    from store import positions
+    from store.queries import approvals, notifications, tasks
+
     settings = app.settings()
-    store = app.store()
     phases: dict[str, int] = {}
-    for summary in store.tasks():
-        phases[summary.phase] = phases.get(summary.phase, 0) + 1
-    with store.reading() as conn:
-        depth = queue.depth(conn)
+    with app.reader().reading() as conn:
+        for summary in tasks.summaries(conn):
+            phases[summary.phase] = phases.get(summary.phase, 0) + 1
+        depth = notifications.depth(conn)
+        pending = approvals.count_pending(conn)
+        last_seq = positions.last_seq(conn)
     found = holder(settings.data_dir)
     pid, page = found if found is not None else (None, None)
     health = _health(page) if page else None
@@ -107,8 +110,8 @@ def status(app: App, as_json: bool) -> None:
         "data_dir": str(settings.data_dir.resolve()),
         "tasks": phases,
         "queue_depth": depth,
-        "pending_approvals": len(store.approvals("pending")),
-        "last_seq": store.last_seq(),
+        "pending_approvals": pending,
+        "last_seq": last_seq,
         "running_tasks": (health or {}).get("running_tasks", []),
         "model": (health or {}).get("model_state"),
     }

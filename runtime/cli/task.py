@@ -5,24 +5,22 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import anyio
 import click
 
-from runtime.agent.accounting import Accounting, account
-from runtime.artifacts import ArtifactStore
 from runtime.cli._app import App, json_option, pass_app, task_options
-from runtime.cli._watch import Watch
-from runtime.output import echo_json, fields_table, table
-from runtime.harness.tasks import cancel_task, submit_task
-from store import NO_STREAM
 from runtime.errors import InvalidCommand, NotFound
-from store.events import AnswerGiven, ModelCalled, TaskEscalated, TaskPhase, TaskPhaseChanged
-from store.ids import new_task_id
-from store.state import TaskState
+from runtime.output import echo_json, fields_table, table
 
-# The profiles (every tool), the agent loop and the daemon's wiring (the model) take most of a second to
-# import: `task submit` and `task run` import them in their bodies, so `task list` and `task show` never do.
+if TYPE_CHECKING:
+    from runtime.agent.accounting import Accounting
+    from store.events import ModelCalled
+    from store.state import TaskState
+
+# Each command imports what it uses in its body: the profiles, the agent loop and the model take most of
+# a second to import and only `task submit` and `task run` need them; the event classes, the writer and
+# the fold are not needed by `task list`, which reads one table.
 
 
 @click.group()
@@ -30,7 +28,6 @@ def task() -> None:
     """Submit, list, show and cancel tasks."""
 
 
-FINISHED = frozenset(p for p in TaskPhase if p.finished)
 CONTEXT_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 
@@ -85,6 +82,9 @@ def submit(
 ) -> None:
     """Submit a task with GOAL; prints its id. `agentd serve` runs it, or `agentd task run ID`."""
     from runtime.agent import plugins
+    from runtime.harness.tasks import submit_task
+    from store import NO_STREAM
+    from store.ids import new_task_id
 
     settings = app.settings(workspace=workspace)
     known = plugins.load(settings.plugins).profiles
@@ -108,7 +108,10 @@ def submit(
 @pass_app
 def list_(app: App, phase: str | None, as_json: bool) -> None:
     """List tasks, oldest first."""
-    summaries = app.store().tasks(phase=phase)
+    from store.queries.tasks import summaries as read_summaries
+
+    with app.reader().reading() as conn:
+        summaries = read_summaries(conn, phase=phase)
     if as_json:
         echo_json(summaries)
         return
@@ -134,11 +137,15 @@ def show(
     as_json: bool,
 ) -> None:
     """Show one task: state, completed actions, approvals and artifacts; or its calls and manifests."""
+    from store.events import ModelCalled
+
     store = app.store()
     if buckets:
         records = store.read_stream(task_id)
         if not records:
             raise NotFound(f"no task {task_id!r}")
+        from runtime.agent.accounting import account
+
         show_buckets(account(records), as_json)
         return
     if calls or manifest_n is not None:
@@ -167,6 +174,8 @@ def show(
 def _outcome(records) -> str | None:
     """How the task ended, or why it waits: its answer or escalation, why it failed, was cancelled or
     waits for approval. None while it runs: a wait or a failure before the last phase is over."""
+    from store.events import AnswerGiven, TaskEscalated, TaskPhase, TaskPhaseChanged
+
     for rec in reversed(records):
         e = rec.event
         if isinstance(e, (AnswerGiven, TaskEscalated)):
@@ -183,6 +192,8 @@ def _outcome(records) -> str | None:
 
 def _completed(records) -> bool:
     """Whether the task did what it was asked: completed with an answer, not an escalation."""
+    from store.events import AnswerGiven, TaskEscalated, TaskPhase, TaskPhaseChanged
+
     for rec in reversed(records):
         if isinstance(rec.event, AnswerGiven):
             return True
@@ -260,6 +271,8 @@ def cancel(app: App, task_id: str, reason: str) -> None:
     state = store.task(task_id)
     if state is None:
         raise NotFound(f"no task {task_id!r}")
+    from runtime.harness.tasks import cancel_task
+
     store.append(task_id, cancel_task(state, reason), expected_version=state.summary.version, actor="cli")
     click.echo(f"{task_id} cancelled")
 
@@ -304,6 +317,8 @@ def show_manifest(app: App, calls: list[ModelCalled], n: int, prompt: bool, as_j
     if manifest is None:
         raise NotFound(f"call {n} recorded no manifest")
     if prompt:
+        from runtime.artifacts import ArtifactStore
+
         click.echo(ArtifactStore(app.settings().artifacts_dir).get(manifest.prompt_ref).decode(), nl=False)
         return
     if as_json:
@@ -346,8 +361,12 @@ def run(ctx: click.Context, app: App, task_id: str, max_decisions: int | None) -
     Each decision is shown on stderr as it happens; the task's phase and outcome go to stdout. Exits 1
     when the task failed, was cancelled or escalated, 0 when it answered or waits for an approval.
     """
+    import anyio
+
     from runtime.agent.loop import run_task
+    from runtime.cli._watch import Watch
     from runtime.daemon.wiring import open_runtime
+    from store.events import TaskPhase
 
     store = app.store()
     if store.task(task_id) is None:
@@ -368,11 +387,13 @@ def run(ctx: click.Context, app: App, task_id: str, max_decisions: int | None) -
     elif phase == TaskPhase.RUNNING and max_decisions:
         decisions = "decision" if max_decisions == 1 else "decisions"
         click.echo(f"stopped after {max_decisions} {decisions} (agentd task run {task_id} goes on)")
-    if phase in FINISHED and not _completed(records):
+    if phase in {p.value for p in TaskPhase if p.finished} and not _completed(records):
         ctx.exit(1)
 
 
 def _outcome_line(event) -> str:
+    from store.events import AnswerGiven, TaskEscalated, TaskPhase
+
     if isinstance(event, AnswerGiven):
         sources = f" (sources: {', '.join(event.sources)})" if event.sources else ""
         return f"answer: {event.answer}{sources}"

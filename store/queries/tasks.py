@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 from sqlalchemy import Connection, select
 
-from store.state import TaskSummary
+from store.summary import TaskSummary
 from store.tables import tasks
 
 
@@ -31,3 +31,13 @@ def newest_summaries(conn: Connection, limit: int) -> list[TaskSummary]:
         .limit(limit)
     )
     return [TaskSummary(*row) for row in rows]
+
+
+def summaries(conn: Connection, phase: str | None = None, limit: int | None = None) -> list[TaskSummary]:
+    """Tasks oldest first, in one phase if given."""
+    q = select(*[tasks.c[name] for name in TaskSummary._fields]).order_by(tasks.c.submitted_at, tasks.c.task_id)
+    if phase is not None:
+        q = q.where(tasks.c.phase == phase)
+    if limit is not None:
+        q = q.limit(limit)
+    return [TaskSummary(*row) for row in conn.execute(q)]
