@@ -5,7 +5,8 @@ task's history (the request, facts, evidence, notifications, skills, each step t
 in the order they happened) and a tail (a refusal on a retry, the decision asked for). The history only
 grows, so every request of a task repeats the previous one up to its tail, which is what keeps
 llama.cpp's KV cache warm. Everything here is a pure function of the task's events and the
-profile, so replay can rebuild any request and compare it with what was recorded.
+profile, so replay can rebuild any request and compare it with what was recorded (the task's history
+is folded by `Transcript.apply`, event by event, as part of the task's view).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from runtime.agent import goal as goal_text
 from runtime.agent.blocks import Block, join, neutralize
@@ -38,7 +39,7 @@ from store.events import (
     ToolCallStarted,
     WorkspaceSurveyed,
 )
-from store.state import TaskSummary, evolve, is_task_event
+from store.state import TaskSummary
 
 # Tokens the chat template spends around the reply (the assistant header llama.cpp adds at the end).
 PROTOCOL_OVERHEAD = 16
@@ -159,16 +160,6 @@ class KnownPaths:
                 if isinstance(entry, dict) and isinstance(entry.get("path"), str):
                     (self.folders if entry.get("kind") == "dir" else self.files).add(entry["path"])
 
-
-def rebuild(records: Iterable[Recorded]) -> tuple[Transcript, TaskSummary | None]:
-    """Replay a task's events into the history the model is shown, and the task's state now."""
-    t = Transcript()
-    summary: TaskSummary | None = None
-    for rec in records:
-        t.apply(rec)
-        if is_task_event(rec):
-            summary = evolve(summary, rec)
-    return t, summary
 
 
 def survey_block(e: WorkspaceSurveyed) -> Block:

@@ -533,13 +533,22 @@ def request_for(
     window, max_output = rt.model.n_ctx, profile.max_output_tokens
     budget = context.budget_of(window, max_output)
     last = transcript.trimmed
+    # The policy measures the request it settles on and assembly measures it again: the same text,
+    # tokenized once.
+    counted: dict[str, int] = {}
+
+    def count(text: str) -> int:
+        if text not in counted:
+            counted[text] = rt.model.count(text)
+        return counted[text]
+
     shown = policy_.apply(
         policy_.parse(trusted.submitted.policy),
         transcript.entries,
         transcript.results,
-        measure=lambda history: rt.model.count(rt.model.render(context.layout(prefix, history, tail))),
+        measure=lambda history: count(rt.model.render(context.layout(prefix, history, tail))),
         budget=budget,
-        count=rt.model.count,
+        count=count,
         # The cut recorded last, unless a re-assembly under another policy carries its own.
         cut=cut if cut is not None else policy_.Cut(last.elided, last.dropped) if last else policy_.Cut(),
     )
@@ -560,7 +569,7 @@ def request_for(
         step=transcript.calls + 1,
         tail=tail,
         render=rt.model.render,
-        count=rt.model.count,
+        count=count,
         window=window,
         max_output=max_output,
         decision=kind,
