@@ -44,6 +44,7 @@ from store.events import (
     ToolCallExecuted,
     ToolCallProposed,
     ToolCallStarted,
+    UserSaid,
     WorkspaceSurveyed,
 )
 
@@ -74,6 +75,7 @@ TASK_EVENTS = (
     SkillCatalogPinned,
     SkillActivated,
     SkillActivationFailed,
+    UserSaid,
     WorkspaceSurveyed,
 )
 

@@ -21,6 +21,7 @@ from runtime.agent.blocks import Block, join, neutralize
 from runtime.inference.model import Message
 from runtime.errors import ContextOverflow
 from store.events import (
+    AnswerGiven,
     ArtifactWritten,
     ContextManifest,
     ContextTrimmed,
@@ -37,6 +38,7 @@ from store.events import (
     ToolCallExecuted,
     ToolCallProposed,
     ToolCallStarted,
+    UserSaid,
     WorkspaceSurveyed,
 )
 from store.state import TaskSummary
@@ -75,16 +77,26 @@ class Transcript:
     results: dict[str, ToolCallExecuted] = field(default_factory=dict)
     # The cut the task's requests make of this history, if the default policy has had to make one.
     trimmed: ContextTrimmed | None = None
+    # The user's messages so far (the goal is the first), the words of the latest, and the calls made
+    # before it: each message is a request of its own, with the task's step budget for it.
+    turns: int = 0
+    request: str = ""
+    turn_start: int = 0
 
     def apply(self, rec: Recorded) -> None:
         """Take one more of the task's events into the history."""
         e = rec.event
         if isinstance(e, TaskSubmitted):
-            request = goal_text.blocks(e.goal)
-            self.entries += request
-            self.citable += [b.label for b in request if b.trust == "untrusted"]
+            self._said(e.goal)
             if e.context:
                 self.entries.append(facts_block(e.context))
+        elif isinstance(e, UserSaid):
+            self._said(e.text)
+        elif isinstance(e, AnswerGiven):
+            # Shown once the user says more, as a chat shows the last reply: what the follow-up is about.
+            self.entries.append(Block(
+                f"answer:{self.turns}", "instruction", "agentd", "trusted", f"You answered: {neutralize(e.answer)}"
+            ))
         elif isinstance(e, EvidenceRetrieved):
             self.entries += [evidence_block(item) for item in e.items]
             self.evidence_ids += [item.cite for item in e.items]
@@ -128,6 +140,19 @@ class Transcript:
             if e.status == "ok" and isinstance(path, str) and e.tool == "read_file":
                 self.read_paths.append(path)
                 self.citable.append(path)
+
+    def _said(self, text: str) -> None:
+        self.turns += 1
+        request = goal_text.blocks(text, turn=self.turns)
+        self.entries += request
+        self.citable += [b.label for b in request if b.trust == "untrusted"]
+        self.request = request[0].text
+        self.turn_start = self.calls
+
+    @property
+    def turn_calls(self) -> int:
+        """The model calls made for the latest user message."""
+        return self.calls - self.turn_start
 
 
 @dataclass
@@ -197,15 +222,19 @@ def tail_blocks(
     transcript: Transcript,
     summary: TaskSummary | None,
     call_index: int,
-    submitted: TaskSubmitted | None,
     attempt: int = 1,
     error: str = "",
 ) -> list[Block]:
-    """What a request ends with: why the last reply was refused (on a retry), then the decision asked for."""
+    """What a request ends with: why the last reply was refused (on a retry), then the decision asked for.
+
+    Steps are counted from the user's latest message: each message is a request with its own budget.
+    """
     blocks: list[Block] = []
     if attempt > 1:
         blocks.append(rejection_block(error or "refused", attempt))
-    text = decision_text(summary, call_index, submitted, attempt, trail=trail_text(transcript))
+    text = decision_text(
+        summary, call_index - transcript.turn_start, transcript.request or None, attempt, trail=trail_text(transcript)
+    )
     blocks.append(Block("decision", "instruction", "agentd", "trusted", text))
     return blocks
 
@@ -227,7 +256,7 @@ def trail_text(t: Transcript) -> str:
 def decision_text(
     s: TaskSummary | None,
     call_index: int,
-    submitted: TaskSubmitted | None = None,
+    request: str | None = None,
     attempt: int = 1,
     trail: str = "",
 ) -> str:
@@ -239,18 +268,13 @@ def decision_text(
         state += f" Tests: {s.test_status}."
     if trail:
         state += f" {trail}"
-    request = f"\nThe request: {restated(submitted)}" if submitted is not None else ""
+    request = f"\nThe request: {request}" if request is not None else ""
     if (s is not None and call_index >= s.max_steps) or attempt >= LAST_ATTEMPT:
         return state + request + "\nGive the final answer now, from the results above."
     return state + request + (
         "\nDecide the next step: if the results above answer the request, give the final answer, with the ids "
         "of the <data> blocks you used as sources; if not, call one tool."
     )
-
-
-def restated(submitted: TaskSubmitted | None) -> str:
-    """The request's own words (pasted parts stay where they were shown, as data)."""
-    return goal_text.blocks(submitted.goal)[0].text if submitted is not None else ""
 
 
 def skill_block(e: SkillActivated) -> Block:

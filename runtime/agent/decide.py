@@ -20,6 +20,7 @@ from runtime.skills import activation
 from runtime.tools import ToolContract
 from runtime.tools.executor import ToolOutcome
 from store.events import (
+    ANSWERED,
     AnswerGiven,
     ApprovalDenied,
     ApprovalGranted,
@@ -154,9 +155,11 @@ def act(
 ) -> Decision:
     """Step 7's second half: what an accepted proposal comes to. `contract` is the called tool's."""
     if isinstance(action, proposal.FinalAnswer):
+        # A conversation's answer is a turn: the task then waits for the person's next message.
+        after = TaskPhase.WAITING_FOR_USER if view.submitted.event.conversation else TaskPhase.COMPLETED
         return Decision(events=(
             AnswerGiven(answer=action.answer, sources=tuple(action.sources)),
-            TaskPhaseChanged(phase=TaskPhase.COMPLETED, reason="answered"),
+            TaskPhaseChanged(phase=after, reason=ANSWERED),
         ))
     if isinstance(action, proposal.Escalate):
         return Decision(events=(

@@ -23,20 +23,25 @@ _PASTED = re.compile(
 _QUOTE_MARK = re.compile(r"^[ \t]*> ?", re.MULTILINE)
 
 
-def blocks(goal: str) -> list[Block]:
-    """The request as one trusted block, followed by one data block per pasted part, in order."""
+def blocks(goal: str, turn: int = 1) -> list[Block]:
+    """The request as one trusted block, followed by one data block per pasted part, in order.
+
+    `turn` numbers the user's messages to a conversation: the goal is the first, and each later one
+    is a request of its own (`request:2`, its pasted parts `pasted:2.1`, ...), rendered the same way.
+    """
     pasted: list[str] = []
+    label, part = ("request", "pasted:") if turn == 1 else (f"request:{turn}", f"pasted:{turn}.")
 
     def cut(m: re.Match) -> str:
         text = m.group("fenced") if m.group("fence") else _QUOTE_MARK.sub("", m.group("quoted"))
         pasted.append(text.strip("\n"))
-        return f"[pasted text {len(pasted)}, shown below as data pasted:{len(pasted)}]\n"
+        return f"[pasted text {len(pasted)}, shown below as data {part}{len(pasted)}]\n"
 
     instruction = _PASTED.sub(cut, goal)
     # The user's own words may not spell the model's special tokens any more than a file may.
-    out = [Block("request", "instruction", "user", "trusted", neutralize(instruction.strip()))]
+    out = [Block(label, "instruction", "user", "trusted", neutralize(instruction.strip()))]
     out += [
-        Block(f"pasted:{n}", "evidence", "user:pasted", "untrusted", text)
+        Block(f"{part}{n}", "evidence", "user:pasted", "untrusted", text)
         for n, text in enumerate(pasted, start=1)
     ]
     return out

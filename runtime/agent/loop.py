@@ -209,12 +209,12 @@ class _Runner:
         if settled is not None:
             await self._carry_out(trusted, settled)
             return
-        if phase is TaskPhase.AWAITING_APPROVAL:
+        if phase in (TaskPhase.AWAITING_APPROVAL, TaskPhase.WAITING_FOR_USER):
             raise Stop
         if phase is TaskPhase.SUBMITTED:
             await self._append(TaskPhaseChanged(phase=TaskPhase.RUNNING, reason="started"))
         summary = view.summary
-        if view.transcript.calls >= summary.max_steps:
+        if view.transcript.turn_calls >= summary.max_steps:
             await self._fail(f"step cap reached: {summary.max_steps} model calls")
             raise Stop
         if summary.tokens_used >= summary.max_tokens:
@@ -227,7 +227,7 @@ class _Runner:
         if call_index == 1:
             await self._pin_skills(trusted)
             await self._survey_workspace(trusted)
-        kind = _decision_kind(summary, call_index)
+        kind = _decision_kind(summary, call_index - view.transcript.turn_start)
         await self._retrieve(trusted, call_index)
         await self._admit_notifications(call_index)
         try:
@@ -527,9 +527,7 @@ def request_for(
     # reuse it; what may be chosen at this step is narrowed in the grammar alone.
     prefix = prefix_blocks(profile, rt.tools.definitions(offered), skills=catalog_block(pinned))
     # A retry says why the last reply was refused; the history before the tail is the same either way.
-    tail = context.tail_blocks(
-        transcript, summary, call_index, trusted.submitted, attempt, view.last_rejection if attempt > 1 else ""
-    )
+    tail = context.tail_blocks(transcript, summary, call_index, attempt, view.last_rejection if attempt > 1 else "")
     window, max_output = rt.model.n_ctx, profile.max_output_tokens
     budget = context.budget_of(window, max_output)
     last = transcript.trimmed
@@ -746,6 +744,7 @@ def decided_line(records: Sequence[Recorded], call_index: int) -> str:
     return line
 
 
-def _decision_kind(summary, call_index: int) -> str:
-    """Step 2: every decision chooses the next action; the last allowed one must end the task."""
-    return "final_step" if call_index >= summary.max_steps else "next_step"
+def _decision_kind(summary, step: int) -> str:
+    """Step 2: every decision chooses the next action; the last one allowed for the user's latest
+    message must answer it."""
+    return "final_step" if step >= summary.max_steps else "next_step"

@@ -64,6 +64,10 @@ def _context_pairs(ctx: click.Context, param: click.Parameter, pairs: tuple[str,
     "--context", "context", multiple=True, metavar="KEY=VALUE", callback=_context_pairs,
     help="A trusted fact about the caller the task is shown, such as account_id=a-123 (repeatable).",
 )
+@click.option(
+    "--conversation", is_flag=True,
+    help="After each answer, wait for the user (agentd task say ID TEXT) instead of ending; agentd task close ID ends it.",
+)
 @task_options("the task")
 @json_option
 @pass_app
@@ -75,6 +79,7 @@ def submit(
     max_tokens: int | None,
     policy: str,
     context: dict[str, str],
+    conversation: bool,
     profile: str,
     tenant: str,
     allowed: tuple[str, ...],
@@ -92,7 +97,7 @@ def submit(
         raise InvalidCommand(f"no profile {profile!r}; loaded profiles: {', '.join(sorted(known))}")
     events = submit_task(
         goal, settings.workspace, profile=profile, tenant=tenant, allowed_effects=("read", *allowed),
-        max_steps=max_steps, max_tokens=max_tokens, context=context, policy=policy,
+        max_steps=max_steps, max_tokens=max_tokens, context=context, policy=policy, conversation=conversation,
     )
     task_id = new_task_id()
     records = app.store().append(task_id, events, expected_version=NO_STREAM, actor="cli")
@@ -185,7 +190,8 @@ def _outcome(records) -> str | None:
                 return _outcome_line(e)
             if e.phase == TaskPhase.AWAITING_APPROVAL:
                 return f"waiting: {e.reason} (agentd approvals list)"
-            if e.phase != TaskPhase.COMPLETED:  # the answer or escalation comes just before completion
+            if e.phase not in (TaskPhase.COMPLETED, TaskPhase.WAITING_FOR_USER):
+                # The answer or escalation comes just before the phase that follows it.
                 return None
     return None
 
@@ -198,7 +204,8 @@ def _completed(records) -> bool:
         if isinstance(rec.event, AnswerGiven):
             return True
         if isinstance(rec.event, TaskEscalated) or (
-            isinstance(rec.event, TaskPhaseChanged) and rec.event.phase != TaskPhase.COMPLETED
+            isinstance(rec.event, TaskPhaseChanged)
+            and rec.event.phase not in (TaskPhase.COMPLETED, TaskPhase.WAITING_FOR_USER)
         ):
             return False
     return False
@@ -275,6 +282,60 @@ def cancel(app: App, task_id: str, reason: str) -> None:
 
     store.append(task_id, cancel_task(state, reason), expected_version=state.summary.version, actor="cli")
     click.echo(f"{task_id} cancelled")
+
+
+@task.command()
+@click.argument("task_id")
+@click.argument("text")
+@json_option
+@pass_app
+def say(app: App, task_id: str, text: str, as_json: bool) -> None:
+    """Add a message from you to a task (TEXT, or - to read it from stdin).
+
+    A running task takes it in at its next request; one that has answered (a conversation waiting
+    for you, or a completed task) goes on from its transcript.
+    """
+    from runtime.harness.tasks import say as say_
+
+    if text == "-":
+        text = sys.stdin.read()
+    records = _append_decided(app, task_id, lambda records: say_(records, text))
+    if as_json:
+        echo_json({"task_id": task_id, "seq": records[0].seq})
+    else:
+        click.echo(f"{task_id} has your message (event {records[0].seq})")
+
+
+@task.command()
+@click.argument("task_id")
+@pass_app
+def close(app: App, task_id: str) -> None:
+    """End a conversation that waits for you; its last answer stands."""
+    from runtime.harness.tasks import close_task
+
+    _append_decided(app, task_id, close_task)
+    click.echo(f"{task_id} closed")
+
+
+# A command decided on a task that runs may meet an append of the task's own in between: decided again
+# on the newer state, a few times, rather than written over it.
+_TRIES = 5
+
+
+def _append_decided(app: App, task_id: str, decide):
+    from store.errors import ConcurrencyConflict
+
+    store = app.store()
+    for attempt in range(_TRIES):
+        records = store.read_stream(task_id)
+        if not records:
+            raise NotFound(f"no task {task_id!r}")
+        events = decide(records)
+        try:
+            return store.append(task_id, events, expected_version=records[-1].stream_version, actor="cli")
+        except ConcurrencyConflict:
+            if attempt == _TRIES - 1:
+                raise
 
 
 def show_calls(calls: list[ModelCalled], as_json: bool) -> None:
@@ -384,6 +445,8 @@ def run(ctx: click.Context, app: App, task_id: str, max_decisions: int | None) -
     outcome = _outcome(records)
     if outcome:
         click.echo(outcome)
+    if phase == TaskPhase.WAITING_FOR_USER:
+        click.echo(f'waiting for you: agentd task say {task_id} "..." goes on, agentd task close {task_id} ends it')
     elif phase == TaskPhase.RUNNING and max_decisions:
         decisions = "decision" if max_decisions == 1 else "decisions"
         click.echo(f"stopped after {max_decisions} {decisions} (agentd task run {task_id} goes on)")

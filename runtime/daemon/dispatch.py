@@ -57,7 +57,7 @@ class Scheduler:
     def _runnable(self) -> list[str]:
         ready = []
         for s in self.rt.store.tasks():
-            if s.task_id in self.running or TaskPhase(s.phase).finished:
+            if s.task_id in self.running or TaskPhase(s.phase).finished or s.phase == TaskPhase.WAITING_FOR_USER:
                 continue
             if s.phase == TaskPhase.AWAITING_APPROVAL and self._parked.get(s.task_id) == s.version:
                 continue

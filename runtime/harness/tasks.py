@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from runtime.agent import policy as policy_
 from runtime.errors import InvalidCommand
-from store.events import Event, TaskPhase, TaskPhaseChanged, TaskSubmitted
+from store.events import ANSWERED, CLOSED, Event, Recorded, TaskPhase, TaskPhaseChanged, TaskSubmitted, UserSaid
 from store.state import TaskState
 
 
@@ -21,6 +22,7 @@ def submit_task(
     max_tokens: int | None = None,
     context: dict[str, str] | None = None,
     policy: str = policy_.DEFAULT,
+    conversation: bool = False,
 ) -> list[Event]:
     goal = goal.strip()
     if not goal:
@@ -33,7 +35,8 @@ def submit_task(
     return [
         TaskSubmitted(
             goal=goal, workspace=str(workspace.resolve()), tenant=tenant, profile=profile,
-            allowed_effects=effects, context=dict(sorted((context or {}).items())), policy=policy, **limits,
+            allowed_effects=effects, context=dict(sorted((context or {}).items())), policy=policy,
+            conversation=conversation, **limits,
         )
     ]
 
@@ -42,3 +45,45 @@ def cancel_task(state: TaskState, reason: str = "cancelled by the operator") -> 
     if state.phase.finished:
         raise InvalidCommand(f"task {state.task_id} is already {state.phase.value}")
     return [TaskPhaseChanged(phase=TaskPhase.CANCELLED, reason=reason)]
+
+# While a task runs (or waits to start, or for an approval) a message is taken in at its next request.
+_TAKES_MESSAGES = frozenset({TaskPhase.SUBMITTED, TaskPhase.RUNNING, TaskPhase.AWAITING_APPROVAL})
+
+
+def say(records: Sequence[Recorded], text: str) -> list[Event]:
+    """A message from the user to a task: taken in at the next request of one that runs; one that has
+    answered (a conversation waiting for the user, or a task completed by its answer) goes on from its
+    transcript, like a follow-up in a chat."""
+    text = text.strip()
+    if not text:
+        raise InvalidCommand("a message needs text: say what the task should know or do")
+    task_id, phase, reason = _phase(records)
+    if phase in _TAKES_MESSAGES:
+        return [UserSaid(text=text)]
+    if phase is TaskPhase.WAITING_FOR_USER or (phase is TaskPhase.COMPLETED and reason == ANSWERED):
+        return [UserSaid(text=text), TaskPhaseChanged(phase=TaskPhase.RUNNING, reason="the user said more")]
+    raise InvalidCommand(
+        f"task {task_id} is {phase.value} ({reason or 'no reason recorded'}); a message can only go to a task "
+        "that runs, waits for the user or has answered"
+    )
+
+
+def close_task(records: Sequence[Recorded]) -> list[Event]:
+    """End a conversation that waits for the user; its last answer stands."""
+    task_id, phase, _ = _phase(records)
+    if phase is TaskPhase.WAITING_FOR_USER:
+        return [TaskPhaseChanged(phase=TaskPhase.COMPLETED, reason=CLOSED)]
+    if phase.finished:
+        raise InvalidCommand(f"task {task_id} is already {phase.value}")
+    raise InvalidCommand(
+        f"task {task_id} is {phase.value}, not waiting for the user; `agentd task cancel {task_id}` stops it"
+    )
+
+
+def _phase(records: Sequence[Recorded]) -> tuple[str, TaskPhase, str]:
+    """The task's id, phase and the reason recorded with it."""
+    phase, reason = TaskPhase.SUBMITTED, ""
+    for rec in records:
+        if isinstance(rec.event, TaskPhaseChanged):
+            phase, reason = rec.event.phase, rec.event.reason
+    return records[0].stream_id, phase, reason

@@ -34,6 +34,7 @@ from store.events import (
     ToolCallExecuted,
     ToolCallProposed,
     ToolCallStarted,
+    UserSaid,
 )
 
 DETAIL_CHARS = 4_000
@@ -111,6 +112,7 @@ def _catalog(e: SkillCatalogPinned) -> tuple[str, str, str | None]:
 _DESCRIBE: dict[type, Callable[[Any], tuple[str, str, str | None]]] = {
     TaskSubmitted: lambda e: ("phase", f"submitted (profile {e.profile}, tenant {e.tenant})", e.goal),
     TaskPhaseChanged: lambda e: ("phase", f"phase: {e.phase.value}", e.reason or None),
+    UserSaid: lambda e: ("user", "the user said", e.text),
     RunInterrupted: lambda e: ("run", "run interrupted", e.reason),
     ModelCalled: _model_called,
     ProposalAccepted: lambda e: ("proposal", f"proposal of call {e.call_index} accepted", _json(e.action)),

@@ -35,9 +35,11 @@ from store.events.schedule import (
     ScheduleRemoved,
 )
 from store.events.skill import CatalogEntry, SkillActivated, SkillActivationFailed, SkillCatalogPinned
-from store.events.task import RunInterrupted, TaskPhase, TaskPhaseChanged, TaskSubmitted
+from store.events.task import ANSWERED, CLOSED, RunInterrupted, TaskPhase, TaskPhaseChanged, TaskSubmitted, UserSaid
 
 __all__ = [
+    "ANSWERED",
+    "CLOSED",
     "NOTIFICATIONS_STREAM",
     "SCHEDULES_STREAM",
     "AdmittedNotification",
@@ -80,6 +82,7 @@ __all__ = [
     "ToolCallExecuted",
     "ToolCallProposed",
     "ToolCallStarted",
+    "UserSaid",
     "WorkspaceSurveyed",
     "decode",
     "event_class",

@@ -14,6 +14,8 @@ class TaskPhase(StrEnum):
     SUBMITTED = "submitted"
     RUNNING = "running"
     AWAITING_APPROVAL = "awaiting_approval"
+    # A conversation that has answered and waits for the person's next message (or `task close`).
+    WAITING_FOR_USER = "waiting_for_user"
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
@@ -21,6 +23,11 @@ class TaskPhase(StrEnum):
     @property
     def finished(self) -> bool:
         return self in (TaskPhase.COMPLETED, TaskPhase.FAILED, TaskPhase.CANCELLED)
+
+
+# Reasons code reads back: an answered task may be followed up; a closed conversation may not.
+ANSWERED = "answered"
+CLOSED = "closed by the user"
 
 
 class TaskSubmitted(Event):
@@ -39,11 +46,23 @@ class TaskSubmitted(Event):
     # Which of the task's history each request shows (runtime.agent.policy); tasks recorded before
     # there was a choice read as the default, which shows the whole history while it fits.
     policy: str = "auto"
+    # A conversation: after each answer the task waits for the person instead of ending.
+    conversation: bool = False
 
 
 class TaskPhaseChanged(Event):
     phase: TaskPhase
     reason: str = ""
+
+
+class UserSaid(Event):
+    """The authenticated user's own message to the task: a turn of theirs, as trusted as the goal.
+
+    It is the user's instruction, never a harness notice, and, like the goal, it grants nothing: what
+    the user pastes into it is shown as data, and rights are checked in code.
+    """
+
+    text: str = Field(min_length=1)
 
 
 class RunInterrupted(Event):
