@@ -12,7 +12,7 @@ from runtime.agent.rerun import reassemble, rerun_recorded
 from runtime.agent.view import TaskView
 from runtime.errors import ConfigError
 from runtime.inference.scripted import ScriptedModel
-from store.events import ContextTrimmed, ModelCalled, Recorded, TaskPhaseChanged, TaskSubmitted, ToolCallExecuted, ToolCallProposed
+from store.events import AnswerGiven, ContextTrimmed, UserSaid, ModelCalled, Recorded, TaskPhaseChanged, TaskSubmitted, ToolCallExecuted, ToolCallProposed
 from tests.test_agent import answer, call, events, make_runtime, submit
 
 
@@ -47,7 +47,7 @@ def labels(s: policy.Shown) -> list[str]:
 
 @pytest.mark.parametrize("spec, parsed", [
     ("full", policy.Policy("full")), ("auto", policy.Policy("auto")), (" window:3 ", policy.Policy("window", 3)),
-    ("elide_tool_results:0", policy.Policy("elide_tool_results", 0)),
+    ("elide_tool_results:0", policy.Policy("elide_tool_results", 0)), ("user_verbatim:2", policy.Policy("user_verbatim", 2)),
 ])
 def test_policy_names_parse_with_their_number(spec, parsed) -> None:
     assert policy.parse(spec) == parsed and policy.parse(str(parsed)) == parsed
@@ -55,11 +55,32 @@ def test_policy_names_parse_with_their_number(spec, parsed) -> None:
 
 @pytest.mark.parametrize("spec, says", [
     ("everything", "unknown context policy 'everything'"), ("window", "needs a number"), ("window:0", "at least one"),
-    ("full:3", "takes no number"), ("window:-1", "unknown context policy"), ("", "unknown context policy"),
+    ("full:3", "takes no number"), ("user_verbatim:0", "at least the latest message"), ("user_verbatim", "needs a number"), ("window:-1", "unknown context policy"), ("", "unknown context policy"),
 ])
 def test_a_bad_policy_is_one_clear_error(spec, says) -> None:
     with pytest.raises(ConfigError, match=says):
         policy.parse(spec)
+
+
+def test_user_verbatim_keeps_every_user_message_and_the_steps_of_the_last_k() -> None:
+    view = history(2)
+    more = [
+        AnswerGiven(answer="Two notes.", sources=()), UserSaid(text="And the third?"),
+        ToolCallProposed(call_id="c3", tool="read_file", arguments={"path": "n3.txt"}),
+        ToolCallExecuted(call_id="c3", tool="read_file", status="ok", observation={"path": "n3.txt", "content": "w"}),
+        AnswerGiven(answer="One more.", sources=()), UserSaid(text="Thanks. Anything else?"),
+    ]
+    n = len(view.records)
+    view.extend(Recorded(n + i, "t-1", n + i, "2026-12-02T00:00:00Z", "ann", None, None, e) for i, e in enumerate(more, 1))
+    assert labels(shown("user_verbatim:2", view)) == [
+        "request", "answer:1", "request:2", "step:c3", "result:c3", "answer:2", "request:3",
+    ]
+    s = shown("user_verbatim:1", view)
+    assert labels(s) == ["request", "answer:1", "request:2", "answer:2", "request:3"]
+    assert {x.source for x in s.left_out} == {f"{k}:c{i}" for k in ("step", "result") for i in (1, 2, 3)}
+    assert all(x.reason == "user_verbatim:1: an older step" for x in s.left_out) and s.unread == {"n1.txt", "n2.txt", "n3.txt"}
+    # With fewer messages than K, nothing is dropped.
+    assert shown("user_verbatim:5", view).left_out == ()
 
 
 def test_full_shows_the_whole_history() -> None:

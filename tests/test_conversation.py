@@ -115,7 +115,7 @@ def test_what_the_user_pastes_into_a_message_is_data(store, workspace, tmp_path)
     assert events(store, task_id, AnswerGiven)[-1].sources == ("pasted:2.1",)
 
 
-@pytest.mark.parametrize("spec", ["full", "window:2", "elide_tool_results:1", "auto"])
+@pytest.mark.parametrize("spec", ["full", "window:2", "elide_tool_results:1", "user_verbatim:1", "auto"])
 def test_forty_user_turns_under_each_policy(store, workspace, tmp_path, spec) -> None:
     replies = []
     for n in range(40):

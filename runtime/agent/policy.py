@@ -10,6 +10,8 @@ are not history to choose from.
 - `window:K`: the last K steps (a step is the call the task made and its result), the rest dropped.
 - `elide_tool_results:K`: results older than the last K replaced by a one-line pointer that says how
   to see them again.
+- `user_verbatim:K`: every message of the user's verbatim (as every policy keeps them), and the
+  steps of the last K of them in full; the steps taken for older messages dropped.
 - `auto` (the default): `full` while the request fits. When it would not, it cuts: the oldest
   results elided, then (if that is not enough) the oldest steps dropped, as few as bring the request
   under LOW_WATER of the budget, so that later steps have room to append. The cut is recorded
@@ -29,7 +31,8 @@ from runtime.errors import ConfigError
 from store.events import LeftOut, ToolCallExecuted
 
 DEFAULT = "auto"
-NAMES = ("auto", "full", "window", "elide_tool_results")
+NAMES = ("auto", "full", "window", "elide_tool_results", "user_verbatim")
+KNOWN = "full, auto, window:K, elide_tool_results:K, user_verbatim:K"
 # With `auto`, the results a request keeps whole however long the task runs: the model acts on the
 # latest result, and often on the one before it (the file it read, then the listing it came from).
 AUTO_KEEP_RESULTS = 2
@@ -49,11 +52,11 @@ class Policy:
 
 
 def parse(spec: str) -> Policy:
-    """`full`, `auto`, `window:K` or `elide_tool_results:K` (K a whole number, at least 0 for elision and 1
-    for a window); anything else is a ConfigError (exit 2) naming what is known."""
+    """`full`, `auto`, `window:K`, `elide_tool_results:K` or `user_verbatim:K` (K a whole number, at least
+    0 for elision and 1 for the others); anything else is a ConfigError (exit 2) naming what is known."""
     m = _SPEC.fullmatch(spec.strip())
     if m is None or m.group("name") not in NAMES:
-        raise ConfigError(f"unknown context policy {spec!r}; known: full, auto, window:K, elide_tool_results:K")
+        raise ConfigError(f"unknown context policy {spec!r}; known: {KNOWN}")
     name, k = m.group("name"), m.group("k")
     if name in ("full", "auto"):
         if k is not None:
@@ -63,6 +66,8 @@ def parse(spec: str) -> Policy:
         raise ConfigError(f"context policy {name!r} needs a number: {name}:K")
     if name == "window" and int(k) < 1:
         raise ConfigError(f"a window keeps at least one step: {spec!r}")
+    if name == "user_verbatim" and int(k) < 1:
+        raise ConfigError(f"user_verbatim keeps the steps of at least the latest message: {spec!r}")
     return Policy(name, int(k))
 
 
@@ -106,6 +111,9 @@ def apply(
         return _window(entries, len(steps) - (policy.k or 0), count, f"window:{policy.k}")
     if policy.name == "elide_tool_results":
         return _elide(entries, results, len(results_) - (policy.k or 0), count, f"elide_tool_results:{policy.k}")
+    if policy.name == "user_verbatim":
+        older = _steps_before_turn(entries, policy.k or 1)
+        return _window(entries, len(older), count, f"user_verbatim:{policy.k}")
     current = _cut(entries, results, cut, count)
     before = measure(current.entries)
     if before <= budget:
@@ -157,6 +165,14 @@ def _cut(entries: Sequence[Block], results: Mapping[str, ToolCallExecuted], cut:
 def _steps(entries: Sequence[Block]) -> list[str]:
     """The call ids of the task's steps, in order."""
     return [b.label.removeprefix("step:") for b in entries if b.label.startswith("step:")]
+
+
+def _steps_before_turn(entries: Sequence[Block], k: int) -> list[str]:
+    """The steps taken before the user's K-th latest message (the goal is the first message)."""
+    starts = [i for i, b in enumerate(entries) if b.label == "request" or b.label.startswith("request:")]
+    if len(starts) <= k:
+        return []
+    return _steps(entries[: starts[-k]])
 
 
 def _results(entries: Sequence[Block]) -> list[str]:

@@ -58,7 +58,7 @@ def _context_pairs(ctx: click.Context, param: click.Parameter, pairs: tuple[str,
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Tokens allowed before the task stops.")
 @click.option(
     "--policy", default="auto", show_default=True, metavar="POLICY",
-    help="Which of the task's history each request shows: auto, full, window:K or elide_tool_results:K.",
+    help="Which of the task's history each request shows: auto, full, window:K, elide_tool_results:K or user_verbatim:K.",
 )
 @click.option(
     "--context", "context", multiple=True, metavar="KEY=VALUE", callback=_context_pairs,
