@@ -10,6 +10,7 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from runtime import policy_name
 from runtime.errors import ConfigError
 
 ENV_PREFIX = "AGENTD_"
@@ -51,6 +52,17 @@ class Settings(BaseModel):
     skills_budget_tokens: int = Field(
         1024, ge=0, description="tokens the skill catalog may take in each request; descriptions are shortened to fit"
     )
+    context_policy: str = Field(
+        "auto", description="which of a task's history each request shows, unless the task or its profile says"
+    )
+
+    @field_validator("context_policy")
+    @classmethod
+    def _known_policy(cls, value: str) -> str:
+        try:
+            return str(policy_name.parse(value))
+        except ConfigError as e:
+            raise ValueError(str(e)) from None
 
     @field_validator("model", mode="before")
     @classmethod

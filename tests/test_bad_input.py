@@ -561,6 +561,35 @@ def test_submit_with_a_bad_context_policy_names_it_and_submits_nothing(agentd, d
     assert "--policy" in agentd("task", "submit", "--help").stdout
 
 
+def test_a_bad_context_policy_setting_is_one_line_naming_where_it_came_from(agentd, data_dir, tmp_path):
+    result = agentd("--data-dir", str(data_dir), "task", "submit", "x", env={"AGENTD_CONTEXT_POLICY": "window:0"})
+    one_error_line(result, "context_policy", "AGENTD_CONTEXT_POLICY", "at least one step")
+    assert result.returncode == 2 and not (data_dir / "agentd.db").exists()
+
+
+def test_a_task_takes_its_policy_from_the_flag_else_the_profile_else_the_setting(agentd, data_dir, tmp_path):
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text(
+        "from runtime.agent.profiles import WORKSPACE\n"
+        "def register(tools, profiles):\n"
+        "    profiles['windowed'] = WORKSPACE.model_copy(update={'name': 'windowed', 'context_policy': 'window:3'})\n"
+    )
+    config = tmp_path / "agentd.toml"
+    config.write_text(f'plugins = ["{plugin}"]\ncontext_policy = "user_verbatim:2"\n')
+    env = {}
+    dd = ("--config", str(config), "--data-dir", str(data_dir))
+    ids = [
+        agentd(*dd, "task", "submit", "x", env=env).stdout.strip(),
+        agentd(*dd, "task", "submit", "x", "--profile", "windowed", env=env).stdout.strip(),
+        agentd(*dd, "task", "submit", "x", "--profile", "windowed", "--policy", "full", env=env).stdout.strip(),
+    ]
+    policies = []
+    for task_id in ids:
+        shown = agentd(*dd, "events", "list", "--task", task_id, "--type", "TaskSubmitted", "--json")
+        policies.append(json.loads(shown.stdout)["payload"]["policy"])
+    assert policies == ["user_verbatim:2", "window:3", "full"]
+
+
 def test_replay_under_a_bad_policy_or_without_a_task_is_one_line_and_exit_2(agentd, data_dir):
     one_error_line(agentd("--data-dir", str(data_dir), "replay", "--task", "t-x", "--policy", "most"), "most")
     result = agentd("--data-dir", str(data_dir), "replay", "--policy", "full")

@@ -27,48 +27,15 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from runtime.agent.blocks import Block
-from runtime.errors import ConfigError
+from runtime.policy_name import DEFAULT, KNOWN, NAMES, Policy, parse  # noqa: F401  (the names callers use here)
 from store.events import LeftOut, ToolCallExecuted
 
-DEFAULT = "auto"
-NAMES = ("auto", "full", "window", "elide_tool_results", "user_verbatim")
-KNOWN = "full, auto, window:K, elide_tool_results:K, user_verbatim:K"
 # With `auto`, the results a request keeps whole however long the task runs: the model acts on the
 # latest result, and often on the one before it (the file it read, then the listing it came from).
 AUTO_KEEP_RESULTS = 2
 # A new cut leaves the request at most this share of the budget: the room later steps append into
 # before the next cut (and the next break of the prefix cache).
 LOW_WATER = 0.6
-_SPEC = re.compile(r"(?P<name>[a-z_]+)(?::(?P<k>\d+))?")
-
-
-@dataclass(frozen=True)
-class Policy:
-    name: str
-    k: int | None = None
-
-    def __str__(self) -> str:
-        return self.name if self.k is None else f"{self.name}:{self.k}"
-
-
-def parse(spec: str) -> Policy:
-    """`full`, `auto`, `window:K`, `elide_tool_results:K` or `user_verbatim:K` (K a whole number, at least
-    0 for elision and 1 for the others); anything else is a ConfigError (exit 2) naming what is known."""
-    m = _SPEC.fullmatch(spec.strip())
-    if m is None or m.group("name") not in NAMES:
-        raise ConfigError(f"unknown context policy {spec!r}; known: {KNOWN}")
-    name, k = m.group("name"), m.group("k")
-    if name in ("full", "auto"):
-        if k is not None:
-            raise ConfigError(f"context policy {name!r} takes no number: {spec!r}")
-        return Policy(name)
-    if k is None:
-        raise ConfigError(f"context policy {name!r} needs a number: {name}:K")
-    if name == "window" and int(k) < 1:
-        raise ConfigError(f"a window keeps at least one step: {spec!r}")
-    if name == "user_verbatim" and int(k) < 1:
-        raise ConfigError(f"user_verbatim keeps the steps of at least the latest message: {spec!r}")
-    return Policy(name, int(k))
 
 
 class Cut(NamedTuple):

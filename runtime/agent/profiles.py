@@ -11,9 +11,11 @@ import hashlib
 from pathlib import Path
 from typing import Callable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from runtime import policy_name
 from runtime.canonical import canonical_json
+from runtime.errors import ConfigError
 from runtime.agent.blocks import Block
 from runtime.skills import catalog
 from store.events import SkillCatalogPinned
@@ -54,11 +56,23 @@ class Profile(BaseModel):
     # asked, an answer saying what could not be done is that hand-over, and a small model offered an
     # escalation too takes it at the first difficulty.
     escalation: bool = True
+    # The context policy of the profile's tasks, unless a task names its own; None: the settings' one.
+    context_policy: str | None = None
+
+    @field_validator("context_policy")
+    @classmethod
+    def _known_policy(cls, value: str | None) -> str | None:
+        try:
+            return None if value is None else str(policy_name.parse(value))
+        except ConfigError as e:
+            raise ValueError(str(e)) from None
 
     @property
     def version(self) -> str:
         """A hash of everything in the profile: two tasks with the same version saw the same prefix."""
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:12]
+        # The policy is not in the prefix; left out when unset, so profiles keep the versions recorded before it.
+        unset = {"context_policy"} if self.context_policy is None else None
+        return hashlib.sha256(self.model_dump_json(exclude=unset).encode()).hexdigest()[:12]
 
 
 def prefix_blocks(profile: Profile, tool_definitions: list[dict], skills: list[Block] = ()) -> list[Block]:

@@ -57,8 +57,9 @@ def _context_pairs(ctx: click.Context, param: click.Parameter, pairs: tuple[str,
 @click.option("--max-steps", type=click.IntRange(min=1), help="Model calls allowed before the task stops.")
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Tokens allowed before the task stops.")
 @click.option(
-    "--policy", default="auto", show_default=True, metavar="POLICY",
-    help="Which of the task's history each request shows: auto, full, window:K, elide_tool_results:K or user_verbatim:K.",
+    "--policy", metavar="POLICY",
+    help="Which of the task's history each request shows: auto, full, window:K, elide_tool_results:K or "
+    "user_verbatim:K (default: the profile's, else the context_policy setting, auto unless set).",
 )
 @click.option(
     "--context", "context", multiple=True, metavar="KEY=VALUE", callback=_context_pairs,
@@ -77,7 +78,7 @@ def submit(
     workspace: Path | None,
     max_steps: int | None,
     max_tokens: int | None,
-    policy: str,
+    policy: str | None,
     context: dict[str, str],
     conversation: bool,
     profile: str,
@@ -97,7 +98,8 @@ def submit(
         raise InvalidCommand(f"no profile {profile!r}; loaded profiles: {', '.join(sorted(known))}")
     events = submit_task(
         goal, settings.workspace, profile=profile, tenant=tenant, allowed_effects=("read", *allowed),
-        max_steps=max_steps, max_tokens=max_tokens, context=context, policy=policy, conversation=conversation,
+        max_steps=max_steps, max_tokens=max_tokens, context=context, conversation=conversation,
+        policy=policy or known[profile].context_policy or settings.context_policy,
     )
     task_id = new_task_id()
     records = app.store().append(task_id, events, expected_version=NO_STREAM, actor="cli")
