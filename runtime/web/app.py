@@ -19,11 +19,12 @@ from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from runtime.web import access, live, views as page_views
-from runtime.harness import approvals as deciding
+from runtime.harness import approvals as deciding, tasks as task_commands
 from runtime.agent.progress import Board
 from runtime.tools import ToolRegistry
 from store import EventStore
 from runtime.errors import InvalidCommand, NotFound
+from store.errors import ConcurrencyConflict
 from store.events import event_types
 
 HERE = Path(__file__).parent
@@ -47,6 +48,9 @@ LOCKED = (
     "This page needs the address agentd printed when it started, the one ending in ?token=. "
     "Open that address once in this browser."
 )
+# A command decided on a task that runs may meet an append of the task's own in between: decided again
+# on the newer state, a few times, rather than written over it.
+TRIES = 5
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -81,6 +85,8 @@ def create_app(
             Route("/approvals/{approval_id}", guarded(page.decide), methods=["POST"]),
             Route("/tasks", guarded(page.tasks)),
             Route("/tasks/{task_id}", guarded(page.task)),
+            Route("/tasks/{task_id}/say", guarded(page.say), methods=["POST"]),
+            Route("/tasks/{task_id}/close", guarded(page.close), methods=["POST"]),
             Route("/tasks/{task_id}/calls/{call_index:int}", guarded(page.manifest)),
             Route("/events", guarded(page.events)),
             Route("/stream", guarded(page.stream)),
@@ -177,6 +183,30 @@ class _Page:
     def _csrf(self, request: Request) -> str:
         return access.csrf_token(self.token, request.cookies[access.SESSION_COOKIE])
 
+    async def _posted(self, request: Request, what: str, back: str) -> dict[str, str] | Response:
+        """The form posted, if it came from this session's page; else the problem page saying why not."""
+        if request.headers.get("content-type", "").split(";")[0].strip().lower() != FORM:
+            return await self._problem(
+                request, 415, "Not a form", f"The {what} must come from the page's form.", back=back
+            )
+        form = await _form(request)
+        if form is None:
+            return await self._problem(
+                request, 400, "Bad form", "The form could not be read (is it over 16 KiB?).", back=back
+            )
+        offered = form.get(access.CSRF_FIELD, "")
+        if not (offered.isascii() and access.valid_csrf(self.token, request.cookies[access.SESSION_COOKIE], offered)):
+            return await self._problem(
+                request, 403, "Form not from this page",
+                f"The form did not carry this session's check value; nothing was recorded. "
+                f"Reload the page and send the {what} again.", back=back,
+            )
+        return form
+
+    def _by(self, request: Request) -> str:
+        # No user accounts: the session's nonce tells two browsers apart in the log.
+        return f"web:{request.cookies[access.SESSION_COOKIE].split('.', 1)[0][:8]}"
+
     # -- pages -----------------------------------------------------------------------------------
 
     async def approvals(self, request: Request) -> Response:
@@ -187,27 +217,16 @@ class _Page:
 
     async def decide(self, request: Request) -> Response:
         approval_id = request.path_params["approval_id"]
-        session = request.cookies[access.SESSION_COOKIE]
-        if request.headers.get("content-type", "").split(";")[0].strip().lower() != FORM:
-            return await self._problem(request, 415, "Not a form", "The decision must come from the page's form.")
-        form = await _form(request)
-        if form is None:
-            return await self._problem(request, 400, "Bad form", "The form could not be read.")
-        offered = form.get(access.CSRF_FIELD, "")
-        if not (offered.isascii() and access.valid_csrf(self.token, session, offered)):
-            return await self._problem(
-                request, 403, "Form not from this page",
-                "The form did not carry this session's check value; nothing was decided. "
-                "Reload the page and decide again.",
-            )
+        form = await self._posted(request, "decision", back="/approvals")
+        if isinstance(form, Response):
+            return form
         decision, shown = form.get("decision"), form.get("arguments_hash")
         if decision not in ("approve", "deny") or not shown:
             message = "The form must say approve or deny, for the arguments shown."
             return await self._problem(request, 400, "Bad form", message)
         decide = partial(
             deciding.decide, self.store, approval_id, grant=decision == "approve",
-            # No user accounts: the session's nonce tells two browsers apart in the log.
-            by=f"web:{session.split('.', 1)[0][:8]}", reason=form.get("reason", "").strip(), arguments_hash=shown,
+            by=self._by(request), reason=form.get("reason", "").strip(), arguments_hash=shown,
         )
         try:
             await to_thread.run_sync(decide)
@@ -227,7 +246,52 @@ class _Page:
         context = await to_thread.run_sync(page_views.task_page, self.store, task_id, self.board)
         if context is None:
             return await self._problem(request, 404, "No such task", f"There is no task {task_id!r}.", back="/tasks")
+        context["csrf"] = self._csrf(request)
         return self._render(request, "task.html", context, here="tasks")
+
+    async def say(self, request: Request) -> Response:
+        return await self._task_command(
+            request, "message", "Not sent", lambda form, records: task_commands.say(records, form.get("text", "")),
+            # A conversation that waited for the user runs again: the scheduler takes it now, not at its poll.
+            wake=True,
+        )
+
+    async def close(self, request: Request) -> Response:
+        return await self._task_command(
+            request, "close", "Not closed", lambda form, records: task_commands.close_task(records)
+        )
+
+    async def _task_command(
+        self, request: Request, what: str, refused: str, decide: Callable[[dict, list], list], wake: bool = False
+    ) -> Response:
+        """A command from the task page's form, decided on the task's stream as it is when it is written."""
+        task_id = request.path_params["task_id"]
+        back = f"/tasks/{urllib.parse.quote(task_id)}"
+        form = await self._posted(request, what, back=back)
+        if isinstance(form, Response):
+            return form
+        append = partial(self._append_decided, task_id, partial(decide, form), self._by(request))
+        try:
+            await to_thread.run_sync(append)
+        except NotFound as e:
+            return await self._problem(request, 404, "No such task", str(e), back="/tasks")
+        except InvalidCommand as e:
+            return await self._problem(request, 409, refused, str(e), back=back)
+        if wake:
+            self.decided()
+        return RedirectResponse(back, status_code=303)
+
+    def _append_decided(self, task_id: str, decide: Callable[[list], list], actor: str) -> None:
+        for attempt in range(TRIES):
+            records = self.store.read_stream(task_id)
+            if not records:
+                raise NotFound(f"There is no task {task_id!r}.")
+            try:
+                self.store.append(task_id, decide(records), expected_version=records[-1].stream_version, actor=actor)
+                return
+            except ConcurrencyConflict:
+                if attempt == TRIES - 1:
+                    raise
 
     async def manifest(self, request: Request) -> Response:
         task_id, index = request.path_params["task_id"], request.path_params["call_index"]

@@ -9,7 +9,8 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from runtime.harness import timeline
+from runtime.errors import InvalidCommand
+from runtime.harness import tasks, timeline
 from runtime.agent.loop import arguments_hash
 from runtime.agent.progress import Board, Progress, line
 from runtime.tools import ToolRegistry
@@ -19,6 +20,7 @@ from store.events import (
     SCHEDULES_STREAM,
     ApprovalRequested,
     ModelCalled,
+    Recorded,
     TaskPhase,
     ToolCallProposed,
 )
@@ -213,6 +215,7 @@ IDLE = {
     TaskPhase.SUBMITTED: "waiting to start",
     TaskPhase.RUNNING: "between decisions",
     TaskPhase.AWAITING_APPROVAL: "waiting for approval",
+    TaskPhase.WAITING_FOR_USER: "waiting for your message",
 }
 
 
@@ -252,7 +255,17 @@ def task_page(store: EventStore, task_id: str, board: Board | None = None) -> di
     return {
         **context, "state": state, "s": state.summary, "entries": timeline.entries(records), "calls": calls,
         "now": now(state.summary, board.get(task_id)) if board is not None else None,
+        "takes_messages": takes_messages(records),
     }
+
+
+def takes_messages(records: list[Recorded]) -> bool:
+    """Whether the task would take a message now; asked of `say` itself, so the form and the rule agree."""
+    try:
+        tasks.say(records, "?")
+    except InvalidCommand:
+        return False
+    return True
 
 
 def manifest_page(store: EventStore, task_id: str, index: int, attempt: int | None) -> dict[str, Any] | None:
