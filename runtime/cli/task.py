@@ -297,11 +297,11 @@ def say(app: App, task_id: str, text: str, as_json: bool) -> None:
     A running task takes it in at its next request; one that has answered (a conversation waiting
     for you, or a completed task) goes on from its transcript.
     """
-    from runtime.harness.tasks import say as say_
+    from runtime.harness.tasks import append_decided, say as say_
 
     if text == "-":
         text = sys.stdin.read()
-    records = _append_decided(app, task_id, lambda records: say_(records, text))
+    records = append_decided(app.store(), task_id, lambda records: say_(records, text), actor="cli")
     if as_json:
         echo_json({"task_id": task_id, "seq": records[0].seq})
     else:
@@ -313,31 +313,10 @@ def say(app: App, task_id: str, text: str, as_json: bool) -> None:
 @pass_app
 def close(app: App, task_id: str) -> None:
     """End a conversation that waits for you; its last answer stands."""
-    from runtime.harness.tasks import close_task
+    from runtime.harness.tasks import append_decided, close_task
 
-    _append_decided(app, task_id, close_task)
+    append_decided(app.store(), task_id, close_task, actor="cli")
     click.echo(f"{task_id} closed")
-
-
-# A command decided on a task that runs may meet an append of the task's own in between: decided again
-# on the newer state, a few times, rather than written over it.
-_TRIES = 5
-
-
-def _append_decided(app: App, task_id: str, decide):
-    from store.errors import ConcurrencyConflict
-
-    store = app.store()
-    for attempt in range(_TRIES):
-        records = store.read_stream(task_id)
-        if not records:
-            raise NotFound(f"no task {task_id!r}")
-        events = decide(records)
-        try:
-            return store.append(task_id, events, expected_version=records[-1].stream_version, actor="cli")
-        except ConcurrencyConflict:
-            if attempt == _TRIES - 1:
-                raise
 
 
 def show_calls(calls: list[ModelCalled], as_json: bool) -> None:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runtime.agent import policy as policy_
-from runtime.errors import InvalidCommand
+from runtime.errors import InvalidCommand, NotFound
+from store.errors import ConcurrencyConflict
 from store.events import ANSWERED, CLOSED, Event, Recorded, TaskPhase, TaskPhaseChanged, TaskSubmitted, UserSaid
 from store.state import TaskState
+
+if TYPE_CHECKING:
+    from store import EventStore
 
 
 def submit_task(
@@ -78,6 +83,27 @@ def close_task(records: Sequence[Recorded]) -> list[Event]:
     raise InvalidCommand(
         f"task {task_id} is {phase.value}, not waiting for the user; `agentd task cancel {task_id}` stops it"
     )
+
+
+# A command decided on a task that runs may meet an append of the task's own in between: decided again
+# on the newer state, a few times, rather than written over it.
+TRIES = 5
+
+
+def append_decided(
+    store: EventStore, task_id: str, decide: Callable[[list[Recorded]], list[Event]], actor: str
+) -> list[Recorded]:
+    """Decide a command (`say`, `close_task`) on the task's stream as it is, and append what it says."""
+    for attempt in range(TRIES):
+        records = store.read_stream(task_id)
+        if not records:
+            raise NotFound(f"no task {task_id!r}")
+        try:
+            return store.append(task_id, decide(records), expected_version=records[-1].stream_version, actor=actor)
+        except ConcurrencyConflict:
+            if attempt == TRIES - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _phase(records: Sequence[Recorded]) -> tuple[str, TaskPhase, str]:

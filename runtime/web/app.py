@@ -24,7 +24,6 @@ from runtime.agent.progress import Board
 from runtime.tools import ToolRegistry
 from store import EventStore
 from runtime.errors import InvalidCommand, NotFound
-from store.errors import ConcurrencyConflict
 from store.events import event_types
 
 HERE = Path(__file__).parent
@@ -48,9 +47,6 @@ LOCKED = (
     "This page needs the address agentd printed when it started, the one ending in ?token=. "
     "Open that address once in this browser."
 )
-# A command decided on a task that runs may meet an append of the task's own in between: decided again
-# on the newer state, a few times, rather than written over it.
-TRIES = 5
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -270,7 +266,7 @@ class _Page:
         form = await self._posted(request, what, back=back)
         if isinstance(form, Response):
             return form
-        append = partial(self._append_decided, task_id, partial(decide, form), self._by(request))
+        append = partial(task_commands.append_decided, self.store, task_id, partial(decide, form), self._by(request))
         try:
             await to_thread.run_sync(append)
         except NotFound as e:
@@ -280,18 +276,6 @@ class _Page:
         if wake:
             self.decided()
         return RedirectResponse(back, status_code=303)
-
-    def _append_decided(self, task_id: str, decide: Callable[[list], list], actor: str) -> None:
-        for attempt in range(TRIES):
-            records = self.store.read_stream(task_id)
-            if not records:
-                raise NotFound(f"There is no task {task_id!r}.")
-            try:
-                self.store.append(task_id, decide(records), expected_version=records[-1].stream_version, actor=actor)
-                return
-            except ConcurrencyConflict:
-                if attempt == TRIES - 1:
-                    raise
 
     async def manifest(self, request: Request) -> Response:
         task_id, index = request.path_params["task_id"], request.path_params["call_index"]
