@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from runtime.errors import ConfigError
 
 DEFAULT = "auto"
-NAMES = ("auto", "full", "window", "elide_tool_results", "user_verbatim")
-KNOWN = "full, auto, window:K, elide_tool_results:K, user_verbatim:K"
+NAMES = ("auto", "full", "window", "elide_tool_results", "user_verbatim", "compact")
+KNOWN = "full, auto, compact, window:K, elide_tool_results:K, user_verbatim:K"
 _SPEC = re.compile(r"(?P<name>[a-z_]+)(?::(?P<k>\d+))?")
 
 
@@ -27,13 +27,13 @@ class Policy:
 
 
 def parse(spec: str) -> Policy:
-    """`full`, `auto`, `window:K`, `elide_tool_results:K` or `user_verbatim:K` (K a whole number, at least
+    """`full`, `auto`, `compact`, `window:K`, `elide_tool_results:K` or `user_verbatim:K` (K a whole number, at least
     0 for elision and 1 for the others); anything else is a ConfigError (exit 2) naming what is known."""
     m = _SPEC.fullmatch(spec.strip())
     if m is None or m.group("name") not in NAMES:
         raise ConfigError(f"unknown context policy {spec!r}; known: {KNOWN}")
     name, k = m.group("name"), m.group("k")
-    if name in ("full", "auto"):
+    if name in ("full", "auto", "compact"):
         if k is not None:
             raise ConfigError(f"context policy {name!r} takes no number: {spec!r}")
         return Policy(name)

@@ -13,6 +13,8 @@ from store import rules
 from store.summary import TaskSummary
 from store.events import (
     AnswerGiven,
+    CompactionFailed,
+    ContextCompacted,
     ContextTrimmed,
     RunInterrupted,
     JobFinished,
@@ -50,6 +52,8 @@ from store.events import (
 
 TASK_EVENTS = (
     AnswerGiven,
+    CompactionFailed,
+    ContextCompacted,
     ContextTrimmed,
     RunInterrupted,
     JobFinished,

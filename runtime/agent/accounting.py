@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from store.events import ModelCalled, Recorded, ToolCallProposed
+from store.events import CompactionFailed, ContextCompacted, ModelCalled, Recorded, ToolCallProposed
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,10 @@ class Accounting:
     # Tokens the requests spent describing tools the task never called.
     unused_tool_definitions: int
     unused_tools: tuple[str, ...]
+    # The summarizer's calls (policy `compact`): how many, the tokens they read and wrote.
+    compactions: int = 0
+    compaction_prompt_tokens: int = 0
+    compaction_completion_tokens: int = 0
 
 
 def account(records: Sequence[Recorded]) -> Accounting:
@@ -43,8 +47,13 @@ def account(records: Sequence[Recorded]) -> Accounting:
     rows: list[CallTokens] = []
     billed = evaluated = unused = 0
     offered: dict[str, None] = {}
+    compactions = compaction_in = compaction_out = 0
     for rec in records:
         e = rec.event
+        if isinstance(e, (ContextCompacted, CompactionFailed)):
+            compactions += 1
+            compaction_in += e.prompt_tokens
+            compaction_out += e.completion_tokens
         if not isinstance(e, ModelCalled):
             continue
         billed += e.prompt_tokens
@@ -65,5 +74,6 @@ def account(records: Sequence[Recorded]) -> Accounting:
             sum(x.tokens for x in m.left_out), billed, evaluated,
         ))
     return Accounting(
-        tuple(rows), billed, evaluated, unused, tuple(t for t in offered if t not in called_tools)
+        tuple(rows), billed, evaluated, unused, tuple(t for t in offered if t not in called_tools),
+        compactions, compaction_in, compaction_out,
     )

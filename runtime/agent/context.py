@@ -16,13 +16,15 @@ import json
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from runtime.agent import goal as goal_text
+from runtime.agent import compaction, goal as goal_text
 from runtime.agent.blocks import Block, join, neutralize
 from runtime.inference.model import Message
 from runtime.errors import ContextOverflow
 from store.events import (
     AnswerGiven,
     ArtifactWritten,
+    CompactionFailed,
+    ContextCompacted,
     ContextManifest,
     ContextTrimmed,
     EvidenceRetrieved,
@@ -34,6 +36,7 @@ from store.events import (
     SkillActivated,
     SkillActivationFailed,
     TaskSubmitted,
+    TestsRan,
     TokenBuckets,
     ToolCallExecuted,
     ToolCallProposed,
@@ -82,6 +85,14 @@ class Transcript:
     turns: int = 0
     request: str = ""
     turn_start: int = 0
+    # Each step's and result's seq in the log; the steps a summary replaces (policy `compact`) and the
+    # summary the latest compaction wrote, as the requests after it show it.
+    seqs: dict[str, int] = field(default_factory=dict)
+    compacted: set[str] = field(default_factory=set)
+    compaction: ContextCompacted | None = None
+    summary: Block | None = None
+    compaction_failed_at: int | None = None
+    test_status: str | None = None
 
     def apply(self, rec: Recorded) -> None:
         """Take one more of the task's events into the history."""
@@ -111,11 +122,23 @@ class Transcript:
             self.entries.append(failure_block(e))
         elif isinstance(e, ContextTrimmed):
             self.trimmed = e
+        elif isinstance(e, ContextCompacted):
+            calls = [b.label.removeprefix("step:") for b in self.entries if b.label.startswith("step:")]
+            self.compacted |= set(calls[: calls.index(e.through_call) + 1])
+            self.compaction = e
+            self.summary = compaction.summary_block(e, self.read_paths, self.changed_paths, self.test_status)
+            if "summary" not in self.citable:
+                self.citable.append("summary")
+        elif isinstance(e, CompactionFailed):
+            self.compaction_failed_at = e.call_index
+        elif isinstance(e, TestsRan):
+            self.test_status = e.status
         elif isinstance(e, ModelCalled):
             self.calls = max(self.calls, e.call_index)
             self.last_manifest = e.manifest or self.last_manifest
         elif isinstance(e, ToolCallProposed):
             self.entries.append(step_block(e))
+            self.seqs[f"step:{e.call_id}"] = rec.seq
         elif isinstance(e, WorkspaceSurveyed):
             # First, before the request: measured on the default model, a listing between the request
             # and the decision drew its first call to whichever file the listing made salient.
@@ -134,6 +157,7 @@ class Transcript:
             block = observation_block(e)
             self.entries.append(block)
             self.results[block.label] = e
+            self.seqs[block.label] = rec.seq
             self.last_result = block
             self.citable.append(block.label)
             path = e.observation.get("path")

@@ -31,7 +31,7 @@ import anyio
 
 from notifications import queue
 from runtime.skills import activation
-from runtime.agent import context, decide, knowledge, proposal
+from runtime.agent import compaction, context, decide, knowledge, proposal
 from runtime.agent import policy as policy_
 from runtime.agent.decide import arguments_hash  # noqa: F401  the page checks approvals with it
 from runtime.agent.view import TaskView
@@ -49,6 +49,8 @@ from store import EventStore
 from store.errors import AgentdError, ConcurrencyConflict
 from runtime.errors import ContextOverflow, InferenceError
 from store.events import (
+    CompactionFailed,
+    ContextCompacted,
     AnswerGiven,
     ApprovalRequested,
     ContextTrimmed,
@@ -230,6 +232,7 @@ class _Runner:
         kind = _decision_kind(summary, call_index - view.transcript.turn_start)
         await self._retrieve(trusted, call_index)
         await self._admit_notifications(call_index)
+        await self._compact(trusted, call_index, kind)
         try:
             action = await self._propose(trusted, call_index, kind)
         except ContextOverflow as e:
@@ -387,6 +390,72 @@ class _Runner:
         )
         return None
 
+    async def _compact(self, trusted: Trusted, call_index: int, kind: str) -> None:
+        """Under `compact`, before a request that would fill TRIGGER of the budget: the older steps
+        summarized by a model call of their own, recorded as ContextCompacted, or as CompactionFailed
+        after one retry (the request is then cut as `auto` cuts, never silently truncated)."""
+        if policy_.parse(trusted.submitted.policy).name != "compact":
+            return
+        view, t = self.view, self.view.transcript
+        if t.compaction_failed_at is not None and call_index - t.compaction_failed_at < compaction.RETRY_AFTER:
+            return
+        budget = context.budget_of(self.rt.model.n_ctx, trusted.profile.max_output_tokens)
+        before = _tokens(self.rt, trusted, view, call_index, kind, budget)
+        if before <= compaction.TRIGGER * budget:
+            return
+        plan = compaction.plan(t.entries, t.seqs, t.compacted)
+        if plan is None:
+            return
+        error, used = "", (0, 0)
+        room = self.rt.model.n_ctx - compaction.MAX_TOKENS - context.PROTOCOL_OVERHEAD
+        for attempt in range(1, compaction.ATTEMPTS + 1):
+            prompt = self.rt.model.render(compaction.messages(plan, t.request, t.summary, error))
+            # The summarizer has the same window: fewer steps at a time when all of them would not fit.
+            while plan is not None and self.rt.model.count(prompt) > room:
+                plan = compaction.shorter(t.entries, t.seqs, t.compacted, plan)
+                if plan is not None:
+                    prompt = self.rt.model.render(compaction.messages(plan, t.request, t.summary, error))
+            if plan is None:
+                error = "not even the oldest step fits the summarizer's window"
+                break
+            self._report(call_index, "compacting")
+            try:
+                completion = await self.rt.model.acomplete(
+                    prompt, schema=compaction.SCHEMA, max_tokens=compaction.MAX_TOKENS,
+                    # Its own session: the task's KV state is kept aside for the request that follows.
+                    session=f"{self.task_id}/compaction",
+                )
+            except (InferenceError, ContextOverflow) as e:
+                error = f"the model failed: {e}"
+                break
+            s = completion.stats
+            used = (used[0] + s.prompt_tokens, used[1] + s.completion_tokens)
+            try:
+                sections = compaction.parse(completion.text)
+            except proposal.Rejected as e:
+                error = str(e)
+                continue
+            event = ContextCompacted(
+                call_index=call_index, through_call=plan.through_call, first_seq=plan.first_seq,
+                last_seq=plan.last_seq, sections=sections, summary_sha256=compaction.sha256(sections),
+                tokens_before=before, tokens_after=0, budget=budget, model=self.rt.model.name,
+                prompt_ref=self.rt.artifacts.put(prompt.encode()),
+                prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(),
+                prompt_tokens=used[0], completion_tokens=used[1], attempts=attempt, retried_for=error,
+                output=completion.text,
+            )
+            last = view.records[-1]
+            provisional = last._replace(seq=last.seq + 1, stream_version=last.stream_version + 1, event=event)
+            after = _tokens(self.rt, trusted, TaskView.of([*view.records, provisional]), call_index, kind, budget)
+            await self._append(event.model_copy(update={"tokens_after": after}))
+            log.info("history compacted", task_id=self.task_id, call_index=call_index, through=plan.through_call,
+                     tokens_before=before, tokens_after=after)
+            return
+        log.warning("compaction failed", task_id=self.task_id, call_index=call_index, error=error)
+        await self._append(CompactionFailed(
+            call_index=call_index, error=error, prompt_tokens=used[0], completion_tokens=used[1]
+        ))
+
     # -- the one side effect of a decision: running a tool ---------------------------------------
 
     async def _execute(self, trusted: Trusted, proposed: ToolCallProposed, *, approved: bool) -> None:
@@ -531,6 +600,9 @@ def request_for(
     window, max_output = rt.model.n_ctx, profile.max_output_tokens
     budget = context.budget_of(window, max_output)
     last = transcript.trimmed
+    if last is not None and transcript.compaction is not None and last.call_index < transcript.compaction.call_index:
+        # A cut counts the steps of the history it was made on; a compaction since made another history.
+        last = None
     # The policy measures the request it settles on and assembly measures it again: the same text,
     # tokenized once.
     counted: dict[str, int] = {}
@@ -549,6 +621,7 @@ def request_for(
         count=count,
         # The cut recorded last, unless a re-assembly under another policy carries its own.
         cut=cut if cut is not None else policy_.Cut(last.elided, last.dropped) if last else policy_.Cut(),
+        summary=(frozenset(transcript.compacted), transcript.summary) if transcript.summary is not None else None,
     )
     usable = choices_for(
         offered, view, attempt, kind, escalation=profile.escalation,
@@ -583,6 +656,16 @@ def request_for(
             tokens_before=shown.new_cut_from, tokens_after=request.manifest.total_tokens, budget=budget,
         ))
     return request, schema, usable
+
+
+def _tokens(rt: Runtime, trusted: Trusted, view: TaskView, call_index: int, kind: str, budget: int) -> int:
+    """The tokens of the decision's first request as the history stands, before any new cut `auto`
+    would make of it; over the budget when it cannot be built at all."""
+    try:
+        request, _, _ = request_for(rt, trusted, view, call_index, 1, kind, store_prompt=False)
+    except ContextOverflow:
+        return budget + 1
+    return request.trimmed.tokens_before if request.trimmed is not None else request.manifest.total_tokens
 
 
 def _only_reads(contract: ToolContract) -> bool:

@@ -10,6 +10,9 @@ are not history to choose from.
 - `window:K`: the last K steps (a step is the call the task made and its result), the rest dropped.
 - `elide_tool_results:K`: results older than the last K replaced by a one-line pointer that says how
   to see them again.
+- `compact`: `auto`, but before a request would fill TRIGGER of the budget, the older steps are
+  replaced by a summary with fixed sections that a summarizer call writes (runtime.agent.compaction);
+  the cut `auto` makes is the fallback when no summary could be written.
 - `user_verbatim:K`: every message of the user's verbatim (as every policy keeps them), and the
   steps of the last K of them in full; the steps taken for older messages dropped.
 - `auto` (the default): `full` while the request fits. When it would not, it cuts: the oldest
@@ -66,10 +69,11 @@ def apply(
     budget: int,
     count: Callable[[str], int],
     cut: Cut = Cut(),
+    summary: tuple[frozenset[str], Block] | None = None,
 ) -> Shown:
     """The history one request shows under `policy`. `results` maps a result block's label to the
     event it shows; `measure` gives the tokens of a request with these history blocks; `cut` is the
-    one `auto` recorded last."""
+    one `auto` recorded last; `summary` the steps the latest compaction replaced and its block."""
     steps = _steps(entries)
     results_ = _results(entries)
     if policy.name == "full":
@@ -81,6 +85,27 @@ def apply(
     if policy.name == "user_verbatim":
         older = _steps_before_turn(entries, policy.k or 1)
         return _window(entries, len(older), count, f"user_verbatim:{policy.k}")
+    if policy.name == "compact" and summary is not None:
+        # The summary in place of the steps it replaced; then, if even that is too long (a failed or
+        # not yet made compaction), the cut `auto` makes.
+        summarized = _summarize(entries, *summary, count)
+        shown = _auto(summarized.entries, results, measure, budget, count, cut)
+        return Shown(
+            shown.entries, (*summarized.left_out, *shown.left_out), summarized.unread | shown.unread,
+            summarized.dropped | shown.dropped, shown.cut, shown.new_cut_from,
+        )
+    return _auto(entries, results, measure, budget, count, cut)
+
+
+def _auto(
+    entries: Sequence[Block],
+    results: Mapping[str, ToolCallExecuted],
+    measure: Callable[[Sequence[Block]], int],
+    budget: int,
+    count: Callable[[str], int],
+    cut: Cut,
+) -> Shown:
+    steps, results_ = _steps(entries), _results(entries)
     current = _cut(entries, results, cut, count)
     before = measure(current.entries)
     if before <= budget:
@@ -100,6 +125,25 @@ def apply(
         chosen = Cut(elidable, m if m is not None else max(len(steps) - 1, cut.dropped))
     shown = _cut(entries, results, chosen, count)
     return Shown(shown.entries, shown.left_out, shown.unread, shown.dropped, chosen, before)
+
+
+def _summarize(entries: Sequence[Block], replaced: frozenset[str], summary: Block, count) -> Shown:
+    """The summary where the first step it replaced was, and the replaced steps and results left out."""
+    out: list[Block] = []
+    left: list[LeftOut] = []
+    unread: set[str] = set()
+    placed = False
+    for b in entries:
+        if _call_of(b) not in replaced:
+            out.append(b)
+            continue
+        if not placed:
+            out.append(summary)
+            placed = True
+        left.append(LeftOut(source=b.label, kind=b.kind, tokens=count(b.render()), reason="compact: in the summary"))
+        if b.label.startswith("result:"):
+            unread |= _paths(b)
+    return Shown(tuple(out), tuple(left), frozenset(unread), frozenset(x.source for x in left))
 
 
 def _least(low: int, high: int, ok: Callable[[int], bool]) -> int | None:

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Literal
 
-Stage = Literal["deciding", "evaluating", "generating", "running_tool", "decided"]
+Stage = Literal["deciding", "compacting", "evaluating", "generating", "running_tool", "decided"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,8 @@ def describe(p: Progress) -> str:
         return f"running {p.detail}"
     if p.stage == "decided":
         return p.detail or "decided"
+    if p.stage == "compacting":
+        return "summarizing older steps (compaction)"
     return p.stage
 
 

@@ -9,16 +9,19 @@ is built from. The first step where anything differs is reported.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
-from runtime.agent import decide, loop as agent, proposal
+from runtime.agent import compaction, decide, loop as agent, proposal
 from runtime.agent import policy as policy_
 from runtime.agent.loop import Runtime, Trusted
 from runtime.agent.view import TaskView
 from runtime.errors import ContextOverflow
 from store.errors import AgentdError
 from store.events import (
+    CompactionFailed,
+    ContextCompacted,
     ContextManifest,
     ContextTrimmed,
     EvidenceRetrieved,
@@ -61,6 +64,10 @@ def rerun_recorded(rt: Runtime, task_id: str) -> RerunReport:
     trusted = Trusted(task_id, records[0].actor, submitted.tenant, _time_of(records[0]), submitted, profile)
     calls = 0
     for i, rec in enumerate(records):
+        if isinstance(rec.event, ContextCompacted):
+            difference = _check_compaction(rt, records, i)
+            if difference is not None:
+                return RerunReport(task_id, calls, difference)
         if not isinstance(rec.event, ModelCalled):
             continue
         calls += 1
@@ -100,8 +107,10 @@ def reassemble(rt: Runtime, task_id: str, spec: str) -> list[Reassembled]:
         called = rec.event
         if not isinstance(called, ModelCalled) or called.attempt != 1:
             continue
-        # The recorded cuts belong to the recorded policy: this one makes its own.
-        before = [r for r in records[:i] if not isinstance(r.event, ContextTrimmed)]
+        # The recorded cuts belong to the recorded policy: this one makes its own. Summaries are kept for
+        # `compact` only: a re-assembly makes no model call, so it cannot write new ones.
+        recorded_only = (ContextTrimmed,) if policy_.parse(chosen).name == "compact" else (ContextTrimmed, ContextCompacted)
+        before = [r for r in records[:i] if not isinstance(r.event, recorded_only)]
         view = TaskView.of(before)
         try:
             request, _, _ = agent.request_for(rt, trusted, view, called.call_index, 1, called.decision,
@@ -151,16 +160,42 @@ def _check_call(rt: Runtime, trusted: Trusted, records: list[Recorded], i: int) 
     return None
 
 
+def _check_compaction(rt: Runtime, records: list[Recorded], i: int) -> Difference | None:
+    """A recorded compaction against today's code: the same steps replaced, the same summarizer prompt,
+    and the recorded reply read into the same sections."""
+    e: ContextCompacted = records[i].event
+    t = TaskView.of(records[:i]).transcript
+    plan = compaction.plan(t.entries, t.seqs, t.compacted, through=e.through_call)
+    if plan is None or (plan.through_call, plan.first_seq, plan.last_seq) != (e.through_call, e.first_seq, e.last_seq):
+        rebuilt = "none" if plan is None else f"through {plan.through_call} ({plan.first_seq}-{plan.last_seq})"
+        return Difference(e.call_index, 1, f"compaction differs: recorded through {e.through_call} "
+                                           f"({e.first_seq}-{e.last_seq}), rebuilt {rebuilt}")
+    prompt = rt.model.render(compaction.messages(plan, t.request, t.summary, e.retried_for))
+    if hashlib.sha256(prompt.encode()).hexdigest() != e.prompt_sha256:
+        return Difference(e.call_index, e.attempts, "the summarizer's prompt differs from the recorded one")
+    try:
+        sections = compaction.parse(e.output)
+    except proposal.Rejected as err:
+        return Difference(e.call_index, e.attempts, f"the recorded summary is refused today: {err}")
+    if sections != e.sections:
+        return Difference(e.call_index, e.attempts, "the recorded summary reads into other sections today")
+    return None
+
+
 def _before_step(records: list[Recorded], i: int) -> list[Recorded]:
     """The events before the step began: its evidence is retrieved again to compare, and evidence,
     notifications and a cut of the history recorded for it are not yet history."""
     step = records[i].event.call_index
     j = i
-    while j > 0 and isinstance(records[j - 1].event, (EvidenceRetrieved, NotificationsAdmitted, ContextTrimmed)) and (
+    while j > 0 and isinstance(records[j - 1].event, _BEFORE_CALL) and (
         records[j - 1].event.call_index == step
     ):
         j -= 1
     return records[:j]
+
+
+# What a step records before its first model call, in the step it is for.
+_BEFORE_CALL = (EvidenceRetrieved, NotificationsAdmitted, ContextTrimmed, ContextCompacted, CompactionFailed)
 
 
 def _recorded_evidence(records: list[Recorded], step: int):

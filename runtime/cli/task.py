@@ -58,8 +58,8 @@ def _context_pairs(ctx: click.Context, param: click.Parameter, pairs: tuple[str,
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Tokens allowed before the task stops.")
 @click.option(
     "--policy", metavar="POLICY",
-    help="Which of the task's history each request shows: auto, full, window:K, elide_tool_results:K or "
-    "user_verbatim:K (default: the profile's, else the context_policy setting, auto unless set).",
+    help="Which of the task's history each request shows: auto, compact, full, window:K, elide_tool_results:K "
+    "or user_verbatim:K (default: the profile's, else the context_policy setting, auto unless set).",
 )
 @click.option(
     "--context", "context", multiple=True, metavar="KEY=VALUE", callback=_context_pairs,
@@ -349,6 +349,11 @@ def show_buckets(a: Accounting, as_json: bool) -> None:
     click.echo(f"\ntokens billed {a.billed}, evaluated {a.evaluated} (after prefix reuse)")
     unused = ", ".join(a.unused_tools) or "none"
     click.echo(f"on definitions of tools never called ({unused}): {a.unused_tool_definitions}")
+    if a.compactions:
+        click.echo(
+            f"on {a.compactions} compaction call(s): {a.compaction_prompt_tokens} read, "
+            f"{a.compaction_completion_tokens} written"
+        )
 
 
 def show_manifest(app: App, calls: list[ModelCalled], n: int, prompt: bool, as_json: bool) -> None:

@@ -35,6 +35,8 @@ from store.events import (
     ToolCallProposed,
     ToolCallStarted,
     UserSaid,
+    CompactionFailed,
+    ContextCompacted,
 )
 
 DETAIL_CHARS = 4_000
@@ -131,6 +133,14 @@ _DESCRIBE: dict[type, Callable[[Any], tuple[str, str, str | None]]] = {
         "evidence", f"history cut for call {e.call_index}: {e.elided} result(s) elided, {e.dropped} step(s) dropped",
         f"{e.tokens_before} tokens before, {e.tokens_after} after, budget {e.budget}",
     ),
+    ContextCompacted: lambda e: (
+        "evidence", f"history compacted for call {e.call_index}: steps through {e.through_call} summarized "
+        f"(events {e.first_seq}-{e.last_seq})",
+        f"{e.tokens_before} tokens before, {e.tokens_after} after, budget {e.budget}; the summarizer read "
+        f"{e.prompt_tokens} tokens and wrote {e.completion_tokens} ({e.attempts} attempt(s))\n\n"
+        + "\n".join(f"{k}: {v}" for k, v in e.sections.items()),
+    ),
+    CompactionFailed: lambda e: ("refusal", f"compaction for call {e.call_index} failed", e.error),
     SkillCatalogPinned: _catalog,
     SkillActivated: lambda e: (
         "skill", f"skill {e.name} activated by the {e.by} (sha256 {e.content_hash[:12]})", None

@@ -5,6 +5,8 @@ from store.events.approval import ApprovalDenied, ApprovalGranted, ApprovalReque
 from store.events.artifact import ArtifactDeleted, ArtifactRead, ArtifactWritten, TestsRan, WorkspaceSurveyed
 from store.events.call import (
     AnswerGiven,
+    CompactionFailed,
+    ContextCompacted,
     ContextManifest,
     ContextTrimmed,
     EvidenceItem,
@@ -51,6 +53,8 @@ __all__ = [
     "ArtifactRead",
     "ArtifactWritten",
     "CatalogEntry",
+    "CompactionFailed",
+    "ContextCompacted",
     "ContextManifest",
     "ContextTrimmed",
     "Event",

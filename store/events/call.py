@@ -92,6 +92,44 @@ class ContextTrimmed(Event):
     budget: int = Field(ge=0)
 
 
+class ContextCompacted(Event):
+    """From this decision on, the task's steps through `through_call` are shown as one summary (policy
+    `compact`): sections a summarizer call wrote, anchored on the summary before it. The replaced steps
+    stay in the log; the call that wrote the summary is recorded here, prompt and output."""
+
+    call_index: int = Field(ge=1)
+    # The last step the summary replaces, and the log's seqs it covers (the first step's to the last result's).
+    through_call: str
+    first_seq: int = Field(ge=1)
+    last_seq: int = Field(ge=1)
+    sections: dict[str, str]
+    summary_sha256: str
+    # The request before the compaction and with it, against the budget.
+    tokens_before: int = Field(ge=0)
+    tokens_after: int = Field(ge=0)
+    budget: int = Field(ge=0)
+    # The summarizer's call: its model, exact prompt (by reference and hash), tokens and reply.
+    model: str
+    prompt_ref: str
+    prompt_sha256: str
+    prompt_tokens: int = Field(ge=0)
+    completion_tokens: int = Field(ge=0)
+    attempts: int = Field(1, ge=1)
+    # Why the first reply was refused, when the summary came from the retry (its prompt says so).
+    retried_for: str = ""
+    output: str
+
+
+class CompactionFailed(Event):
+    """The summarizer could not write a valid summary (after one retry): the task goes on with its
+    history cut as `auto` cuts it, never with a silently shortened transcript."""
+
+    call_index: int = Field(ge=1)
+    error: str
+    prompt_tokens: int = Field(0, ge=0)
+    completion_tokens: int = Field(0, ge=0)
+
+
 class EvidenceRetrieved(Event):
     """Evidence chosen for a decision, recorded with its text: a later edit of the source changes
     neither what this task was shown nor its cached prefix."""
