@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from runtime.agent.blocks import Block, join
 from runtime.agent.proposal import Rejected
 from runtime.inference.model import Message
-from store.events import ContextCompacted
 
 SECTIONS = {
     "session_goal": "Session goal",
@@ -31,7 +30,7 @@ SECTIONS = {
 }
 # A request over this share of the budget is compacted before it is sent: the rest is the room the
 # steps after it append into before the next compaction (and the next break of the prefix cache).
-TRIGGER = 0.75
+TRIGGER = 0.9
 # The latest steps stay whole: the model acts on its latest results.
 KEEP_STEPS = 2
 # One retry with the reason, then the compaction is recorded as failed, and not tried again for this
@@ -120,17 +119,6 @@ def parse(text: str) -> dict[str, str]:
 
 def sha256(sections: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(sections, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-
-
-def summary_block(e: ContextCompacted, read: Sequence[str], changed: Sequence[str], tests: str | None) -> Block:
-    """The summary as the requests after it show it: the model's sections, then the artifact trail and
-    test status from the log as they stood when it was written. Model-written from data: fenced as data."""
-    lines = [f"Summary of the steps through {e.through_call} (they are in the log, events {e.first_seq}-{e.last_seq}):"]
-    lines += [f"{title}: {e.sections.get(name, 'none')}" for name, title in SECTIONS.items()]
-    lines.append(f"Files read: {', '.join(dict.fromkeys(read)) or 'none'}.")
-    lines.append(f"Files changed: {', '.join(dict.fromkeys(changed)) or 'none'}.")
-    lines.append(f"Test status: {tests or 'no tests run'}.")
-    return Block("summary", "memory", "compaction", "untrusted", "\n".join(lines), e.summary_sha256[:12])
 
 
 def _call_of(b: Block) -> str | None:

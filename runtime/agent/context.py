@@ -126,7 +126,7 @@ class Transcript:
             calls = [b.label.removeprefix("step:") for b in self.entries if b.label.startswith("step:")]
             self.compacted |= set(calls[: calls.index(e.through_call) + 1])
             self.compaction = e
-            self.summary = compaction.summary_block(e, self.read_paths, self.changed_paths, self.test_status)
+            self.summary = summary_block(e, self.read_paths, self.changed_paths, self.test_status)
             if "summary" not in self.citable:
                 self.citable.append("summary")
         elif isinstance(e, CompactionFailed):
@@ -271,10 +271,25 @@ def trail_text(t: Transcript) -> str:
     """
     parts = []
     if t.read_paths:
-        parts.append("Files read so far: " + ", ".join(dict.fromkeys(t.read_paths)) + ".")
+        parts.append(f"Files read so far: {paths_text(t.read_paths)}.")
     if t.changed_paths:
-        parts.append("Files changed so far: " + ", ".join(dict.fromkeys(t.changed_paths)) + ".")
+        parts.append(f"Files changed so far: {paths_text(t.changed_paths)}.")
     return " ".join(parts)
+
+
+# A trail names at most this many files, the latest: the rest are counted. Measured with the policy
+# bench, a trail naming every file of a 200-step session grew each request by ~2,000 tokens and
+# forced a cut or a compaction every few steps.
+TRAIL_NAMES = 20
+
+
+def paths_text(paths: Sequence[str]) -> str:
+    """Distinct paths in the order first seen, the latest TRAIL_NAMES of them named."""
+    unique = list(dict.fromkeys(paths))
+    if len(unique) <= TRAIL_NAMES:
+        return ", ".join(unique) or "none"
+    earlier = len(unique) - TRAIL_NAMES
+    return f"{earlier} earlier (agentd task show lists them), then " + ", ".join(unique[-TRAIL_NAMES:])
 
 
 def decision_text(
@@ -299,6 +314,17 @@ def decision_text(
         "\nDecide the next step: if the results above answer the request, give the final answer, with the ids "
         "of the <data> blocks you used as sources; if not, call one tool."
     )
+
+
+def summary_block(e: ContextCompacted, read: Sequence[str], changed: Sequence[str], tests: str | None) -> Block:
+    """The summary as the requests after it show it: the model's sections, then the artifact trail and
+    test status from the log as they stood when it was written. Model-written from data: fenced as data."""
+    lines = [f"Summary of the steps through {e.through_call} (they are in the log, events {e.first_seq}-{e.last_seq}):"]
+    lines += [f"{title}: {e.sections.get(name, 'none')}" for name, title in compaction.SECTIONS.items()]
+    lines.append(f"Files read: {paths_text(read)}.")
+    lines.append(f"Files changed: {paths_text(changed)}.")
+    lines.append(f"Test status: {tests or 'no tests run'}.")
+    return Block("summary", "memory", "compaction", "untrusted", "\n".join(lines), e.summary_sha256[:12])
 
 
 def skill_block(e: SkillActivated) -> Block:

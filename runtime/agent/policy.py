@@ -38,7 +38,7 @@ from store.events import LeftOut, ToolCallExecuted
 AUTO_KEEP_RESULTS = 2
 # A new cut leaves the request at most this share of the budget: the room later steps append into
 # before the next cut (and the next break of the prefix cache).
-LOW_WATER = 0.6
+LOW_WATER = 0.5
 
 
 class Cut(NamedTuple):

@@ -1,0 +1,187 @@
+"""The context policies side by side on one long session: what each sends, what it costs, what it keeps.
+
+One scripted session per policy, all with the same script and window (n_ctx 8192 by default):
+
+- the user asks the agent to go through a project's notes; at decision 2 they add a standing rule
+  (a message of theirs, `task say`), and the file read at decision 19 holds an identifier;
+- every decision reads one more file, of a length drawn (deterministically) from 40 to 900 words,
+  as real files vary; the last decision answers.
+
+For each policy it prints: decisions completed, tokens billed (every prompt token) and evaluated
+(after prefix reuse), evaluated as a multiple of the tokens the session added (its history at the
+end), the largest request, compactions and their tokens, prefix reuse on the calls between rewrites
+(tokens found cached / the previous request's tokens, on calls that broke no prefix), wall time, and
+whether the rule and the identifier were in every request after they appeared.
+
+The decisions' replies are scripted: the point is what each policy sends, not the model's judgement.
+Without --model a stand-in tokenizer counts, and prefix reuse is what llama.cpp would reuse (the
+longest token prefix shared with the session's previous prompt); the summarizer (policy `compact`)
+is scripted too and keeps nothing specific, so what survives is what the policy keeps verbatim. With
+--model the real model evaluates every prompt (real reuse, real wall time) and writes the summaries
+itself, under their schema: then the identifier survives a compaction only if the model kept it.
+Figures only, no assertions.
+
+    python bench/policy_bench.py
+    python bench/policy_bench.py --decisions 60 --policy auto --policy compact --model qwen2.5-coder-0.5b
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import anyio  # noqa: E402
+
+from runtime.agent import compaction  # noqa: E402
+from runtime.agent.blocks import join  # noqa: E402
+from runtime.agent.loop import Runtime, run_task  # noqa: E402
+from runtime.agent.plugins import load  # noqa: E402
+from runtime.agent.view import TaskView  # noqa: E402
+from runtime.artifacts import ArtifactStore  # noqa: E402
+from runtime.harness.tasks import say, submit_task  # noqa: E402
+from runtime.inference.local import LocalModel  # noqa: E402
+from runtime.inference.model_file import resolve_model  # noqa: E402
+from runtime.inference.scripted import ScriptedModel  # noqa: E402
+from store import NO_STREAM, EventStore  # noqa: E402
+from store.events import CompactionFailed, ContextCompacted, ModelCalled, TaskPhaseChanged  # noqa: E402
+
+POLICIES = ["full", "window:8", "elide_tool_results:4", "user_verbatim:1", "auto", "compact"]
+RULE = "Standing rule: never change a file whose name starts with draft-."
+IDENTIFIER = "INC-40417"
+RULE_AT, IDENTIFIER_AT = 2, 19
+GENERIC_SUMMARY = {
+    "session_goal": "go through the project's notes",
+    "decisions": "read the notes one by one, in order",
+    "rejected_options": "none",
+    "open_questions": "none",
+    "next_steps": "read the remaining notes, then answer",
+}
+
+
+class BenchModel(ScriptedModel):
+    """The session's scripted replies; the summarizer's from the real model when there is one."""
+
+    def complete(self, prompt, *, schema, max_tokens, session=None, progress=None):
+        if schema == compaction.SCHEMA:
+            if self.like is None:
+                self.replies.insert(0, json.dumps(GENERIC_SUMMARY))
+            else:
+                self.summaries += 1
+                return self.like.complete(prompt, schema=schema, max_tokens=max_tokens, session=session)
+        return super().complete(prompt, schema=schema, max_tokens=max_tokens, session=session, progress=progress)
+
+
+def lay_out(workspace: Path, decisions: int) -> list[str]:
+    rng = random.Random(7)
+    names = []
+    for i in range(1, decisions):
+        words = rng.randint(40, 900)
+        text = " ".join(f"w{i}-{j % 97}" for j in range(words))
+        if i == IDENTIFIER_AT:
+            text = f"The incident this project tracks is {IDENTIFIER}. " + text
+        name = f"notes/n{i:03}.md"
+        (workspace / name).parent.mkdir(exist_ok=True)
+        (workspace / name).write_text(text + "\n")
+        names.append(name)
+    return names
+
+
+def run_policy(spec: str, decisions: int, n_ctx: int, like: LocalModel | None, root: Path) -> dict:
+    folder = root / spec.replace(":", "-")
+    workspace = folder / "ws"
+    workspace.mkdir(parents=True)
+    names = lay_out(workspace, decisions)
+    replies = [{"action": "call_tool", "tool": "read_file", "arguments": {"path": n}} for n in names]
+    replies.append({"action": "final_answer", "answer": "Read them all.", "sources": []})
+    model = BenchModel(replies, like=like, evaluate=like is not None, n_ctx=n_ctx)
+    model.summaries = 0
+    with EventStore(f"sqlite:///{folder / 'agentd.db'}", synchronous="off") as store:
+        loaded = load([])
+        rt = Runtime(store=store, model=model, tools=loaded.tools, profiles=loaded.profiles,
+                     artifacts=ArtifactStore(folder / "artifacts"), protected=(folder / "data",))
+        task_id = "t-bench"
+        store.append(task_id, submit_task(
+            "Go through the notes of this project, one file at a time.", workspace, policy=spec,
+            max_steps=decisions + 5, max_tokens=10**9,
+        ), expected_version=NO_STREAM, actor="bench")
+        started = time.perf_counter()
+        anyio.run(lambda: run_task(rt, task_id, max_decisions=RULE_AT - 1))
+        records = store.read_stream(task_id)
+        store.append(task_id, say(records, RULE), expected_version=records[-1].stream_version, actor="bench")
+        phase = anyio.run(lambda: run_task(rt, task_id))
+        seconds = time.perf_counter() - started
+        records = store.read_stream(task_id)
+    events = [r.event for r in records]
+    calls = [e for e in events if isinstance(e, ModelCalled)]
+    compactions = [e for e in events if isinstance(e, (ContextCompacted, CompactionFailed))]
+    # Between rewrites, how much of the previous request llama.cpp found in its cache (its tail, the
+    # decision asked for, is never repeated, so 100 % is out of reach by that much).
+    steady = [(c, p) for p, c in zip(calls, calls[1:]) if not c.prefix_break and c.cached_tokens is not None]
+    history = TaskView.of(records).transcript.entries
+    added = model.count(join(list(history))) + (calls[0].manifest.prefix_tokens if calls and calls[0].manifest else 0)
+    prompts = model.prompts
+    rule_from = next((i for i, p in enumerate(prompts) if RULE in p), None)
+    ident_from = next((i for i, p in enumerate(prompts) if IDENTIFIER in p), None)
+    evaluated = sum(c.evaluated_tokens or 0 for c in calls)
+    return {
+        "policy": spec,
+        "phase": phase,
+        "reason": next((e.reason for e in reversed(events) if isinstance(e, TaskPhaseChanged)), ""),
+        "decisions": len({c.call_index for c in calls}),
+        "billed": sum(c.prompt_tokens for c in calls),
+        "evaluated": evaluated,
+        "added": added,
+        "largest": max((c.prompt_tokens for c in calls), default=0),
+        "compactions": sum(isinstance(e, ContextCompacted) for e in compactions),
+        "failed_compactions": sum(isinstance(e, CompactionFailed) for e in compactions),
+        "compaction_tokens": sum(e.prompt_tokens + e.completion_tokens for e in compactions),
+        "reuse": sum(c.cached_tokens for c, _ in steady) / max(sum(p.prompt_tokens for _, p in steady), 1),
+        "seconds": seconds,
+        "rule_kept": rule_from is not None and all(RULE in p for p in prompts[rule_from:]),
+        "identifier_kept": ident_from is not None and all(IDENTIFIER in p for p in prompts[ident_from:]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--decisions", type=int, default=200)
+    parser.add_argument("--n-ctx", type=int, default=8192)
+    parser.add_argument("--policy", action="append", help="a policy to run (repeatable; default: all)")
+    parser.add_argument("--model", help="a known model name or GGUF path: real prompts, reuse and summaries")
+    args = parser.parse_args()
+    like = None
+    if args.model:
+        like = LocalModel(resolve_model(args.model, None), args.n_ctx)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="policy-bench-") as tmp:
+        for spec in args.policy or POLICIES:
+            print(f"running {spec} ...", file=sys.stderr, flush=True)
+            rows.append(run_policy(spec, args.decisions, args.n_ctx, like, Path(tmp)))
+    counted = f"the model {args.model}" if args.model else "a stand-in tokenizer (no model)"
+    print(f"{args.decisions} decisions, n_ctx {args.n_ctx}, counted with {counted}\n")
+    head = ["POLICY", "DONE", "BILLED", "EVALUATED", "EVAL/ADDED", "LARGEST", "COMPACTIONS", "THEIR TOKENS",
+            "REUSE", "SECONDS", "RULE", "IDENTIFIER"]
+    table = [head] + [[
+        r["policy"], f"{r['decisions']}/{args.decisions}" + ("" if r["phase"] == "completed" else f" ({r['phase']})"),
+        f"{r['billed']:,}", f"{r['evaluated']:,}", f"{r['evaluated'] / max(r['added'], 1):.2f}x", f"{r['largest']:,}",
+        f"{r['compactions']}" + (f" (+{r['failed_compactions']} failed)" if r["failed_compactions"] else ""),
+        f"{r['compaction_tokens']:,}", f"{r['reuse']:.0%}", f"{r['seconds']:.1f}",
+        "kept" if r["rule_kept"] else "lost", "kept" if r["identifier_kept"] else "lost",
+    ] for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(head))]
+    for row in table:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    for r in rows:
+        if r["phase"] != "completed":
+            print(f"\n{r['policy']}: {r['phase']}: {r['reason']}")
+
+
+if __name__ == "__main__":
+    main()
