@@ -231,3 +231,13 @@ def test_the_accounting_of_a_cut_task_shows_what_each_call_left_out(store, tmp_p
     assert a.calls[7].left_out > 0 and a.calls[6].left_out == 0
     assert a.billed == sum(c.prompt_tokens for c in calls) and a.evaluated <= a.billed
     assert all(c.tool_results > 0 for c in a.calls[1:])
+
+
+def test_the_accounting_counts_a_call_whose_endpoint_did_not_report_evaluated_tokens() -> None:
+    from runtime.agent.accounting import account
+
+    evs = [TaskSubmitted(goal="x", workspace="/w"),
+           ModelCalled(call_index=1, model="m", prompt_tokens=900, completion_tokens=10, cached_tokens=600),
+           ModelCalled(call_index=2, model="m", prompt_tokens=950, completion_tokens=10)]
+    a = account([Recorded(n, "t-1", n, "2026-12-02T00:00:00Z", "ann", None, None, e) for n, e in enumerate(evs, 1)])
+    assert (a.billed, a.evaluated) == (1850, 300 + 950)

@@ -57,7 +57,9 @@ def account(records: Sequence[Recorded]) -> Accounting:
         if not isinstance(e, ModelCalled):
             continue
         billed += e.prompt_tokens
-        evaluated += e.evaluated_tokens
+        # An endpoint that does not report them leaves them None: the prompt less what was reused from
+        # the cache is what they are (as the local model counts them).
+        evaluated += e.evaluated_tokens if e.evaluated_tokens is not None else e.prompt_tokens - (e.cached_tokens or 0)
         m = e.manifest
         if m is None or m.buckets is None:
             rows.append(CallTokens(e.call_index, e.attempt, 0, 0, 0, 0, e.prompt_tokens, 0, billed, evaluated))

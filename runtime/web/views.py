@@ -11,6 +11,7 @@ from sqlalchemy import Connection
 
 from runtime.errors import InvalidCommand
 from runtime.harness import tasks, timeline
+from runtime.agent.accounting import Accounting, account
 from runtime.agent.loop import arguments_hash
 from runtime.agent.progress import Board, Progress, line
 from runtime.tools import ToolRegistry
@@ -252,11 +253,60 @@ def task_page(store: EventStore, task_id: str, board: Board | None = None) -> di
         for e in (r.event for r in records)
         if isinstance(e, ModelCalled)
     ]
+    tokens = account(records)
     return {
         **context, "state": state, "s": state.summary, "entries": timeline.entries(records), "calls": calls,
         "now": now(state.summary, board.get(task_id)) if board is not None else None,
         "takes_messages": takes_messages(records),
+        "tokens": tokens, "chart": token_chart(tokens, CHART_WIDTH, CHART_HEIGHT) if tokens.calls else None,
     }
+
+
+# The chart's own units: the page scales it to its width, so these only set its proportions.
+CHART_WIDTH = 640
+CHART_HEIGHT = 200
+CHART_TOP = 18  # room above the highest line for its label
+BUCKETS = ("system", "tool_definitions", "tool_results", "conversation")
+
+
+def token_chart(a: Accounting, width: float, height: float) -> dict[str, Any]:
+    """Where the chart's shapes go: per call a bar of its buckets stacked from the bottom, scaled to the
+    largest request; and the running totals billed and evaluated as lines on a scale of their own, so
+    a long task's totals do not flatten its bars."""
+    plot = height - CHART_TOP
+    slot = width / max(len(a.calls), 1)
+    bar_scale = plot / max(max((c.total for c in a.calls), default=0), 1)
+    line_scale = plot / max(a.billed, a.evaluated, 1)
+    bars = []
+    for i, c in enumerate(a.calls):
+        # A call without a manifest has only its total: shown whole, as not measured.
+        parts = [(b, getattr(c, b)) for b in BUCKETS]
+        parts.append(("unmeasured", max(c.total - sum(v for _, v in parts), 0)))
+        rects, y = [], height
+        for bucket, value in parts:
+            if value:
+                h = value * bar_scale
+                y -= h
+                rects.append({"bucket": bucket, "x": round(i * slot + slot * 0.15, 1), "y": round(y, 1),
+                              "width": round(slot * 0.7, 1), "height": round(h, 1)})
+        bars.append({"call": c, "rects": rects})
+
+    def line(running: list[int]) -> list[tuple[float, float]]:
+        # From nothing at the left edge to each call's running total above the middle of its bar.
+        return [(0, height)] + [
+            (round((i + 0.5) * slot, 1), round(height - v * line_scale, 1)) for i, v in enumerate(running)
+        ]
+
+    billed, evaluated = line([c.billed for c in a.calls]), line([c.evaluated for c in a.calls])
+    # Evaluated is at most billed: its label goes under its line, billed's over, so the two never overlap.
+    labels = [
+        {"line": "billed", "value": a.billed, "x": width, "y": round(billed[-1][1] - 4, 1)},
+        {"line": "evaluated", "value": a.evaluated, "x": width,
+         "y": round(min(evaluated[-1][1] + 14, height - 2), 1)},
+    ]
+    unmeasured = any(r["bucket"] == "unmeasured" for bar in bars for r in bar["rects"])
+    return {"width": width, "height": height, "bars": bars, "billed": billed, "evaluated": evaluated,
+            "labels": labels, "legend": BUCKETS + (("unmeasured",) if unmeasured else ())}
 
 
 def takes_messages(records: list[Recorded]) -> bool:
