@@ -546,14 +546,17 @@ def offered_tools(rt: Runtime, trusted: Trusted, has_skills: bool = False) -> li
     """The profile's tools whose effects the task was allowed; the rest are not even described.
 
     A task with skills in its catalog is offered the skill tools too, on the same terms: a skill's
-    scripts run only for a task allowed external effects.
+    scripts run only for a task allowed external effects. A sub-task is offered only the tools its
+    parent gave it.
     """
     allowed = set(trusted.submitted.allowed_effects)
     names = [*trusted.profile.tools, *(activation.SKILL_TOOLS if has_skills else ())]
+    only = trusted.submitted.tools
     return [
         name
         for name in dict.fromkeys(names)
         if name in rt.tools and {e.value for e in rt.tools.get(name).contract.effects} <= allowed
+        and (only is None or name in only)
     ]
 
 

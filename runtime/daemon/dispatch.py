@@ -11,6 +11,7 @@ import anyio
 from anyio import to_thread
 
 from runtime import logs
+from runtime.harness import delegation
 from runtime.agent.loop import Runtime, run_task
 from runtime.agent.progress import Board
 from store.errors import AgentdError
@@ -59,6 +60,8 @@ class Scheduler:
         for s in self.rt.store.tasks():
             if s.task_id in self.running or TaskPhase(s.phase).finished or s.phase == TaskPhase.WAITING_FOR_USER:
                 continue
+            if delegation.is_sub_task(s.task_id):
+                continue  # run by its parent's delegate call, which resumes it after a restart too
             if s.phase == TaskPhase.AWAITING_APPROVAL and self._parked.get(s.task_id) == s.version:
                 continue
             ready.append(s.task_id)

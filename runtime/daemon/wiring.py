@@ -12,6 +12,7 @@ from runtime.config import Settings
 from runtime.inference.http import HttpModel
 from runtime.inference.local import LocalModel
 from runtime.inference.model import Model
+from runtime.harness.delegation import register_delegation
 from runtime.harness.jobs import JobRunner, register_jobs
 from runtime.inference.model_file import resolve_model
 from runtime.skills.tools import register_skill_tools
@@ -34,7 +35,8 @@ def open_runtime(settings: Settings, store: EventStore, model: Model | None = No
     jobs = JobRunner(store, artifacts, settings.data_dir / "jobs")
     register_jobs(loaded.tools, jobs)
     register_skill_tools(loaded.tools)
-    return Runtime(
+    delegation = register_delegation(loaded.tools)
+    runtime = Runtime(
         store=store,
         model=model or open_model(settings),
         tools=loaded.tools,
@@ -46,3 +48,5 @@ def open_runtime(settings: Settings, store: EventStore, model: Model | None = No
         skill_roots=tuple(settings.skills_dirs),
         skills_budget_tokens=settings.skills_budget_tokens,
     )
+    delegation.bind(runtime)
+    return runtime

@@ -48,6 +48,9 @@ class TaskSubmitted(Event):
     policy: str = "auto"
     # A conversation: after each answer the task waits for the person instead of ending.
     conversation: bool = False
+    # A sub-task (`delegate`): the task that handed it its question, and the only tools it is offered.
+    parent: str | None = None
+    tools: tuple[str, ...] | None = None
 
 
 class TaskPhaseChanged(Event):
