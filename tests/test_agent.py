@@ -385,3 +385,26 @@ def test_a_task_cancelled_while_it_runs_stops_at_its_next_append(store, workspac
     task_id = submit(store, workspace)
     assert run(rt, task_id) == "cancelled"
     assert events(store, task_id, ModelCalled) == []
+
+
+def test_a_profile_can_require_a_tools_result_before_any_answer(store, workspace, tmp_path) -> None:
+    checked = WORKSPACE.model_copy(update={"name": "checked", "answer_after": ("list_files",)})
+    rt = scripted(store, tmp_path, [answer("March 3"), call("list_files", path="."), answer("March 3", "workspace")],
+                  profiles={"checked": checked})
+    task_id = submit(store, workspace, profile="checked")
+    assert run(rt, task_id) == "completed"
+    # The grammar offered no answer until list_files had a result; a reply that answered anyway was refused.
+    actions = lambda schema: {o["properties"]["action"]["const"] for o in schema["anyOf"]}  # noqa: E731
+    assert "final_answer" not in actions(rt.model.schemas[0]) and "final_answer" in actions(rt.model.schemas[2])
+    [rejected] = events(store, task_id, ProposalRejected)
+    assert rejected.error == "call list_files first: the answer must rest on its result"
+    # The field is in a profile's version only when set: recorded prefixes of other profiles still compare.
+    assert WORKSPACE.model_copy(update={"answer_after": ("list_files",)}).version != WORKSPACE.version
+    assert WORKSPACE.model_copy(update={"answer_after": ()}).version == WORKSPACE.version
+
+
+def test_a_required_tool_the_task_is_not_offered_holds_no_answer_back(store, workspace, tmp_path) -> None:
+    needs_shell = WORKSPACE.model_copy(update={"name": "needs_shell", "answer_after": ("shell",)})
+    rt = scripted(store, tmp_path, [answer("March 3", "workspace")], profiles={"needs_shell": needs_shell})
+    task_id = submit(store, workspace, profile="needs_shell")  # read-only: shell is not offered
+    assert run(rt, task_id) == "completed" and not events(store, task_id, ProposalRejected)

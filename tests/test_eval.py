@@ -377,7 +377,8 @@ def test_a_support_run_uses_a_scratch_account_store_and_restores_the_environment
         secrets=[json.loads(before)["A-123"]["key"]],
     )
     result = scripted_run(tmp_path, c, [
-        call("rotate_api_key", account_id="A-123"), answer("Your new key is ready in the dashboard."),
+        call("check_api_key_status", account_id="A-123"), call("rotate_api_key", account_id="A-123"),
+        answer("Your new key is ready in the dashboard."),
     ])
     assert result.success, result.failures
     assert accounts.read_bytes() == before, "the rotation happened in the run's copy"

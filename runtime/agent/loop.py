@@ -629,11 +629,12 @@ def request_for(
     usable = choices_for(
         offered, view, attempt, kind, escalation=profile.escalation,
         contracts={name: rt.tools.get(name).contract for name in offered}, shown=shown,
+        answer_after=profile.answer_after,
     )
     schema = proposal.schema(
         {name: _arguments(rt.tools.get(name).contract, usable.paths.get(name)) for name in usable.tools},
         skills=list(usable.skills),
-        allow_answer=True,
+        allow_answer=usable.answer,
         citable=usable.sources,
         allow_escalate=usable.escalation,
     )
@@ -706,6 +707,9 @@ class Choices:
     escalation: bool = True
     # Per tool whose path is narrowed: the paths it may name at this step.
     paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Whether an answer may be given yet (the profile's `answer_after` tools have a result); why not, if not.
+    answer: bool = True
+    unanswerable: str = ""
 
 
 def choices_for(
@@ -717,6 +721,7 @@ def choices_for(
     escalation: bool = True,
     contracts: Mapping[str, ToolContract] | None = None,
     shown: policy_.Shown | None = None,
+    answer_after: Sequence[str] = (),
 ) -> Choices:
     """Only what can be used now: skill files once a skill is active, artifacts once there are some,
     skills not yet taken in, paths the task may still usefully name; after a refusal, not the refused
@@ -775,7 +780,10 @@ def choices_for(
                 paths[name] = tuple(sorted(fresh))
             else:
                 tools.remove(name)
-    return Choices(tuple(tools), tuple(skills), sources, escalation, paths)
+    # An answer waits for the results it must rest on, unless nothing is left that could give them.
+    missing = [t for t in answer_after if t in tools and t not in view.calls.ran]
+    why = f"call {missing[0]} first: the answer must rest on its result" if missing else ""
+    return Choices(tuple(tools), tuple(skills), sources, escalation, paths, answer=not missing, unanswerable=why)
 
 
 def judge(text: str, choices: Choices, view: TaskView) -> proposal.Action:
@@ -789,6 +797,7 @@ def judge(text: str, choices: Choices, view: TaskView) -> proposal.Action:
         done_calls=view.calls.done,
         escalation=choices.escalation,
         paths=choices.paths,
+        unanswerable=choices.unanswerable,
     )
 
 

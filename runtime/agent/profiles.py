@@ -58,6 +58,9 @@ class Profile(BaseModel):
     escalation: bool = True
     # The context policy of the profile's tasks, unless a task names its own; None: the settings' one.
     context_policy: str | None = None
+    # Tools whose result an answer must rest on: until each has run (where it is offered), the grammar
+    # offers no answer. The support agent explains a key only after reading the account's state.
+    answer_after: tuple[str, ...] = ()
 
     @field_validator("context_policy")
     @classmethod
@@ -70,9 +73,9 @@ class Profile(BaseModel):
     @property
     def version(self) -> str:
         """A hash of everything in the profile: two tasks with the same version saw the same prefix."""
-        # The policy is not in the prefix; left out when unset, so profiles keep the versions recorded before it.
-        unset = {"context_policy"} if self.context_policy is None else None
-        return hashlib.sha256(self.model_dump_json(exclude=unset).encode()).hexdigest()[:12]
+        # Fields added since versions were first recorded are left out while unset, so profiles keep them.
+        unset = {name for name, value in (("context_policy", None), ("answer_after", ())) if getattr(self, name) == value}
+        return hashlib.sha256(self.model_dump_json(exclude=unset or None).encode()).hexdigest()[:12]
 
 
 def prefix_blocks(profile: Profile, tool_definitions: list[dict], skills: list[Block] = ()) -> list[Block]:

@@ -147,6 +147,7 @@ def validate(
     active_skills: frozenset[str] | set[str] = frozenset(),
     escalation: bool = True,
     paths: dict[str, tuple[str, ...]] | None = None,
+    unanswerable: str = "",
 ) -> Action:
     """Check the proposal against trusted state; arguments are checked by the tool's own contract.
 
@@ -176,6 +177,8 @@ def validate(
     if isinstance(action, ActivateSkill) and action.skill not in skills:
         known = ", ".join(sorted(skills)) or "none"
         raise Rejected(f"there is no skill {action.skill!r}; the skills are: {known}")
+    if isinstance(action, FinalAnswer) and unanswerable:
+        raise Rejected(unanswerable)
     if isinstance(action, FinalAnswer):
         unknown = [s for s in action.sources if s not in sources]
         if unknown:

@@ -71,6 +71,8 @@ class Calls:
     finished: set[str] = field(default_factory=set)
     # The arguments of every call that has a result: a call made before is refused if proposed again.
     done: dict[str, str] = field(default_factory=dict)
+    # The tools that have a result, ok or not, at least once.
+    ran: set[str] = field(default_factory=set)
 
     def apply(self, e: object, position: int) -> None:
         if isinstance(e, ToolCallProposed):
@@ -86,6 +88,7 @@ class Calls:
             call = self.proposed.get(e.call_id)
             if call is not None:
                 self.done[proposal.call_key(call.tool, call.arguments)] = e.call_id
+            self.ran.add(e.tool)
 
     def open(self) -> dict[str, str]:
         """Calls that started and have no result yet: call id -> tool."""
