@@ -62,3 +62,16 @@ def _attr(value: str) -> str:
 
 def join(blocks: list[Block]) -> str:
     return "\n\n".join(b.render() for b in blocks)
+
+
+def call_of(b: Block) -> str | None:
+    """The call a step line or a result block belongs to (`step:c3`, `result:c3` -> `c3`)."""
+    for prefix in ("step:", "result:"):
+        if b.label.startswith(prefix):
+            return b.label.removeprefix(prefix)
+    return None
+
+
+def step_calls(entries) -> list[str]:
+    """The call ids of a history's steps, in order."""
+    return [b.label.removeprefix("step:") for b in entries if b.label.startswith("step:")]

@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from runtime.agent.blocks import Block, join
+from runtime.agent.blocks import Block, call_of, join, step_calls
 from runtime.agent.proposal import Rejected
 from runtime.inference.model import Message
 
@@ -72,15 +72,14 @@ class Plan:
 def plan(entries: Sequence[Block], seqs: dict[str, int], compacted: set[str], through: str | None = None) -> Plan | None:
     """The steps not yet summarized, all but the latest KEEP_STEPS (or only those up to `through`, when
     all of them would not fit the summarizer's window); None when there are none to replace."""
-    calls = [b.label.removeprefix("step:") for b in entries if b.label.startswith("step:")]
-    fresh = [c for c in calls if c not in compacted]
+    fresh = [c for c in step_calls(entries) if c not in compacted]
     replaced = fresh[: max(len(fresh) - KEEP_STEPS, 0)]
     if through is not None:
         replaced = replaced[: replaced.index(through) + 1] if through in replaced else []
     if not replaced:
         return None
     chosen = set(replaced)
-    blocks = tuple(b for b in entries if _call_of(b) in chosen)
+    blocks = tuple(b for b in entries if call_of(b) in chosen)
     labels = [b.label for b in blocks]
     return Plan(tuple(replaced), blocks, min(seqs[x] for x in labels), max(seqs[x] for x in labels))
 
@@ -119,10 +118,3 @@ def parse(text: str) -> dict[str, str]:
 
 def sha256(sections: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(sections, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-
-
-def _call_of(b: Block) -> str | None:
-    for prefix in ("step:", "result:"):
-        if b.label.startswith(prefix):
-            return b.label.removeprefix(prefix)
-    return None

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from runtime.agent import compaction, goal as goal_text
-from runtime.agent.blocks import Block, join, neutralize
+from runtime.agent.blocks import Block, join, neutralize, step_calls
 from runtime.inference.model import Message
 from runtime.errors import ContextOverflow
 from store.events import (
@@ -123,7 +123,7 @@ class Transcript:
         elif isinstance(e, ContextTrimmed):
             self.trimmed = e
         elif isinstance(e, ContextCompacted):
-            calls = [b.label.removeprefix("step:") for b in self.entries if b.label.startswith("step:")]
+            calls = step_calls(self.entries)
             self.compacted |= set(calls[: calls.index(e.through_call) + 1])
             self.compaction = e
             self.summary = summary_block(e, self.read_paths, self.changed_paths, self.test_status)

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from runtime.agent.blocks import Block
+from runtime.agent.blocks import Block, call_of, step_calls
 from runtime.policy_name import DEFAULT, KNOWN, NAMES, Policy, parse  # noqa: F401  (the names callers use here)
 from store.events import LeftOut, ToolCallExecuted
 
@@ -74,7 +74,7 @@ def apply(
     """The history one request shows under `policy`. `results` maps a result block's label to the
     event it shows; `measure` gives the tokens of a request with these history blocks; `cut` is the
     one `auto` recorded last; `summary` the steps the latest compaction replaced and its block."""
-    steps = _steps(entries)
+    steps = step_calls(entries)
     results_ = _results(entries)
     if policy.name == "full":
         return Shown(tuple(entries))
@@ -105,7 +105,7 @@ def _auto(
     count: Callable[[str], int],
     cut: Cut,
 ) -> Shown:
-    steps, results_ = _steps(entries), _results(entries)
+    steps, results_ = step_calls(entries), _results(entries)
     current = _cut(entries, results, cut, count)
     before = measure(current.entries)
     if before <= budget:
@@ -134,7 +134,7 @@ def _summarize(entries: Sequence[Block], replaced: frozenset[str], summary: Bloc
     unread: set[str] = set()
     placed = False
     for b in entries:
-        if _call_of(b) not in replaced:
+        if call_of(b) not in replaced:
             out.append(b)
             continue
         if not placed:
@@ -173,17 +173,12 @@ def _cut(entries: Sequence[Block], results: Mapping[str, ToolCallExecuted], cut:
                  windowed.dropped, cut)
 
 
-def _steps(entries: Sequence[Block]) -> list[str]:
-    """The call ids of the task's steps, in order."""
-    return [b.label.removeprefix("step:") for b in entries if b.label.startswith("step:")]
-
-
 def _steps_before_turn(entries: Sequence[Block], k: int) -> list[str]:
     """The steps taken before the user's K-th latest message (the goal is the first message)."""
     starts = [i for i, b in enumerate(entries) if b.label == "request" or b.label.startswith("request:")]
     if len(starts) <= k:
         return []
-    return _steps(entries[: starts[-k]])
+    return step_calls(entries[: starts[-k]])
 
 
 def _results(entries: Sequence[Block]) -> list[str]:
@@ -193,12 +188,12 @@ def _results(entries: Sequence[Block]) -> list[str]:
 
 def _window(entries: Sequence[Block], drop: int, count, reason: str) -> Shown:
     """Without the oldest `drop` steps (each a call and its result)."""
-    dropped = set(_steps(entries)[: max(drop, 0)])
+    dropped = set(step_calls(entries)[: max(drop, 0)])
     kept: list[Block] = []
     left: list[LeftOut] = []
     unread: set[str] = set()
     for b in entries:
-        call = _call_of(b)
+        call = call_of(b)
         if call is not None and call in dropped:
             tokens = count(b.render())
             left.append(LeftOut(source=b.label, kind=b.kind, tokens=tokens, reason=f"{reason}: an older step"))
@@ -244,13 +239,6 @@ def _pointer(b: Block, e: ToolCallExecuted | None) -> Block:
 
 def _is_pointer(b: Block) -> bool:
     return b.version == "elided"
-
-
-def _call_of(b: Block) -> str | None:
-    for prefix in ("step:", "result:"):
-        if b.label.startswith(prefix):
-            return b.label.removeprefix(prefix)
-    return None
 
 
 _PATH_LINE = re.compile(r"^path: (.+)$", re.M)

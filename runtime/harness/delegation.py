@@ -125,7 +125,7 @@ class Delegate(Tool[DelegateArgs, DelegateResult]):
         # The tool runs in a thread of its own, outside the parent's event loop (which waits for it): the
         # sub-task gets an event loop of its own there. The model serves one call at a time either way.
         phase = anyio.run(run_task, self._rt, sub_id)
-        return _result(sub_id, phase, self._rt.store.read_stream(sub_id))
+        return _result(sub_id, phase, self._rt.store.read_stream(sub_id), self._rt.store.task(sub_id).summary)
 
     def check(self, output: DelegateResult) -> None:
         if output.phase == "waiting":
@@ -149,7 +149,7 @@ class Delegate(Tool[DelegateArgs, DelegateResult]):
         return [n for n in names if not self._rt.tools.get(n).contract.needs_approval]
 
 
-def _result(sub_id: str, phase: str, records) -> DelegateResult:
+def _result(sub_id: str, phase: str, records, s) -> DelegateResult:
     answer, sources, escalated = "", [], False
     for rec in records:
         e = rec.event
@@ -157,8 +157,6 @@ def _result(sub_id: str, phase: str, records) -> DelegateResult:
             answer, sources = e.answer, list(e.sources)
         elif isinstance(e, TaskEscalated):
             answer, escalated = e.reason, True
-    view = TaskView.of(records)
-    s = view.summary
     known = {"completed", "failed", "cancelled"}
     shown = "escalated" if escalated else phase if phase in known else "waiting"
     if shown == "failed":
