@@ -9,7 +9,7 @@ from store import EventStore, InvalidEvent, StoreError, UnknownEventType
 from store.events import Event, TaskSubmitted, decode, event_types, upcaster
 
 
-class NoteTaken(Event):
+class MemoWritten(Event):
     """A test-only event at schema version 3, with two historical shapes to upcast from."""
 
     schema_version = 3
@@ -18,13 +18,13 @@ class NoteTaken(Event):
     tags: tuple[str, ...] = ()
 
 
-@upcaster("NoteTaken", from_version=1)
+@upcaster("MemoWritten", from_version=1)
 def _note_v1_to_v2(payload: dict) -> dict:
     # Version 1 called the text "body" and had no author.
     return {"text": payload["body"], "author": "unknown"}
 
 
-@upcaster("NoteTaken", from_version=2)
+@upcaster("MemoWritten", from_version=2)
 def _note_v2_to_v3(payload: dict) -> dict:
     return {**payload, "tags": payload.get("tags", [])}
 
@@ -38,25 +38,25 @@ def test_events_are_immutable_values() -> None:
 
 def test_event_types_are_registered_by_name_and_named_in_the_past_tense() -> None:
     names = event_types()
-    assert "TaskSubmitted" in names and "NoteTaken" in names
-    shipped = [n for n in names if n != "NoteTaken"]
+    assert "TaskSubmitted" in names and "MemoWritten" in names
+    shipped = [n for n in names if n != "MemoWritten"]
     assert all(n.endswith(("ed", "en", "Ran", "Read", "Said")) for n in shipped), shipped
 
 
 def test_an_old_payload_is_upcast_step_by_step_to_the_current_version() -> None:
-    assert decode("NoteTaken", 1, '{"body": "hi"}') == NoteTaken(text="hi", author="unknown")
-    assert decode("NoteTaken", 2, '{"text": "hi", "author": "ann"}') == NoteTaken(text="hi", author="ann")
-    assert decode("NoteTaken", 3, '{"text": "hi", "author": "ann", "tags": ["x"]}').tags == ("x",)
+    assert decode("MemoWritten", 1, '{"body": "hi"}') == MemoWritten(text="hi", author="unknown")
+    assert decode("MemoWritten", 2, '{"text": "hi", "author": "ann"}') == MemoWritten(text="hi", author="ann")
+    assert decode("MemoWritten", 3, '{"text": "hi", "author": "ann", "tags": ["x"]}').tags == ("x",)
 
 
 def test_an_event_written_by_an_older_version_still_loads_from_the_log(db_url: str) -> None:
     with EventStore(db_url) as store:
-        store.append("notes", [NoteTaken(text="now", author="ann")])
+        store.append("notes", [MemoWritten(text="now", author="ann")])
         from store import log
 
         row = dict(
             seq=2, stream_id="notes", stream_version=2,
-            type="NoteTaken", schema_version=1, payload='{"body": "long ago"}',
+            type="MemoWritten", schema_version=1, payload='{"body": "long ago"}',
             recorded_at="2026-01-01T00:00:00.000000Z", actor="old", causation_id=None, correlation_id=None,
         )
         store.in_write_transaction(lambda conn: conn.execute(log.events.insert(), row))
@@ -65,7 +65,7 @@ def test_an_event_written_by_an_older_version_still_loads_from_the_log(db_url: s
 
 def test_a_payload_newer_than_this_agentd_is_an_error_naming_the_seq() -> None:
     with pytest.raises(StoreError, match="event 7 .*schema version 4"):
-        decode("NoteTaken", 4, "{}", seq=7)
+        decode("MemoWritten", 4, "{}", seq=7)
 
 
 def test_an_unknown_type_names_the_type_and_seq() -> None:
@@ -77,7 +77,7 @@ def test_an_invalid_payload_names_the_field() -> None:
     with pytest.raises(InvalidEvent, match="event 3 \\(TaskSubmitted\\).*goal"):
         decode("TaskSubmitted", 1, '{"goal": "", "workspace": "/w"}', seq=3)
     with pytest.raises(InvalidEvent, match="not JSON"):
-        decode("NoteTaken", 1, "{nope", seq=4)
+        decode("MemoWritten", 1, "{nope", seq=4)
 
 
 def test_unknown_fields_are_rejected_rather_than_dropped() -> None:

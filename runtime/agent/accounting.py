@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from store.events import CompactionFailed, ContextCompacted, ModelCalled, Recorded, ToolCallProposed
+from store.events import CompactionFailed, ContextCompacted, ModelCalled, NoteTaken, Recorded, ToolCallProposed
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,10 @@ class Accounting:
     compactions: int = 0
     compaction_prompt_tokens: int = 0
     compaction_completion_tokens: int = 0
+    # The note-taker's calls (policy `notes`), one per user message.
+    notes: int = 0
+    note_prompt_tokens: int = 0
+    note_completion_tokens: int = 0
 
 
 def account(records: Sequence[Recorded]) -> Accounting:
@@ -48,12 +52,17 @@ def account(records: Sequence[Recorded]) -> Accounting:
     billed = evaluated = unused = 0
     offered: dict[str, None] = {}
     compactions = compaction_in = compaction_out = 0
+    noted = note_in = note_out = 0
     for rec in records:
         e = rec.event
         if isinstance(e, (ContextCompacted, CompactionFailed)):
             compactions += 1
             compaction_in += e.prompt_tokens
             compaction_out += e.completion_tokens
+        if isinstance(e, NoteTaken):
+            noted += 1
+            note_in += e.prompt_tokens
+            note_out += e.completion_tokens
         if not isinstance(e, ModelCalled):
             continue
         billed += e.prompt_tokens
@@ -77,5 +86,5 @@ def account(records: Sequence[Recorded]) -> Accounting:
         ))
     return Accounting(
         tuple(rows), billed, evaluated, unused, tuple(t for t in offered if t not in called_tools),
-        compactions, compaction_in, compaction_out,
+        compactions, compaction_in, compaction_out, noted, note_in, note_out,
     )

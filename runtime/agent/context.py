@@ -31,6 +31,7 @@ from store.events import (
     LeftOut,
     ManifestItem,
     ModelCalled,
+    NoteTaken,
     NotificationsAdmitted,
     Recorded,
     SkillActivated,
@@ -49,7 +50,7 @@ from store.state import TaskSummary
 # Tokens the chat template spends around the reply (the assistant header llama.cpp adds at the end).
 PROTOCOL_OVERHEAD = 16
 # Blocks a request ends with, which the next request replaces rather than repeats.
-TAIL_LABELS = frozenset({"decision", "rejected"})
+TAIL_LABELS = frozenset({"decision", "rejected", "pinned"})
 # A model-written argument longer than this is shown shortened in the step line: the file a
 # write_file call wrote is in the workspace, and repeating it in every later request costs its length.
 STEP_ARGUMENT_CHARS = 160
@@ -93,16 +94,26 @@ class Transcript:
     summary: Block | None = None
     compaction_failed_at: int | None = None
     test_status: str | None = None
+    # Each user message as (turn, its first block's seq, its blocks), and with policy `notes` the notes
+    # kept of them as (turn, note) and the turns the note-taker has read, note or not.
+    messages: list[tuple[int, int, tuple[Block, ...]]] = field(default_factory=list)
+    notes: list[tuple[int, str]] = field(default_factory=list)
+    noted: set[int] = field(default_factory=set)
 
     def apply(self, rec: Recorded) -> None:
         """Take one more of the task's events into the history."""
         e = rec.event
         if isinstance(e, TaskSubmitted):
-            self._said(e.goal)
+            self._said(e.goal, rec.seq)
             if e.context:
                 self.entries.append(facts_block(e.context))
         elif isinstance(e, UserSaid):
-            self._said(e.text)
+            self._said(e.text, rec.seq)
+        elif isinstance(e, NoteTaken):
+            turn = message_turn(e.message)
+            self.noted.add(turn)
+            if e.note:
+                self.notes.append((turn, e.note))
         elif isinstance(e, AnswerGiven):
             # Shown once the user says more, as a chat shows the last reply: what the follow-up is about.
             self.entries.append(Block(
@@ -165,9 +176,10 @@ class Transcript:
                 self.read_paths.append(path)
                 self.citable.append(path)
 
-    def _said(self, text: str) -> None:
+    def _said(self, text: str, seq: int) -> None:
         self.turns += 1
         request = goal_text.blocks(text, turn=self.turns)
+        self.messages.append((self.turns, seq, tuple(request)))
         self.entries += request
         self.citable += [b.label for b in request if b.trust == "untrusted"]
         self.request = request[0].text
@@ -177,6 +189,15 @@ class Transcript:
     def turn_calls(self) -> int:
         """The model calls made for the latest user message."""
         return self.calls - self.turn_start
+
+
+def message_turn(label: str) -> int:
+    """The turn of a user message from its block's label: `request` is the goal, `request:N` the N-th."""
+    return int(label.partition(":")[2] or 1)
+
+
+def message_label(turn: int) -> str:
+    return "request" if turn == 1 else f"request:{turn}"
 
 
 @dataclass

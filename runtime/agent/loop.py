@@ -31,7 +31,7 @@ import anyio
 
 from notifications import queue
 from runtime.skills import activation
-from runtime.agent import compaction, context, decide, knowledge, proposal
+from runtime.agent import compaction, context, decide, knowledge, notes, proposal
 from runtime.agent import policy as policy_
 from runtime.agent.decide import arguments_hash  # noqa: F401  the page checks approvals with it
 from runtime.agent.view import TaskView
@@ -58,6 +58,7 @@ from store.events import (
     EvidenceRetrieved,
     LeftOut,
     ModelCalled,
+    NoteTaken,
     NotificationsAdmitted,
     ProposalAccepted,
     ProposalRejected,
@@ -232,6 +233,7 @@ class _Runner:
         kind = _decision_kind(summary, call_index - view.transcript.turn_start)
         await self._retrieve(trusted, call_index)
         await self._admit_notifications(call_index)
+        await self._take_notes(trusted, call_index)
         await self._compact(trusted, call_index, kind)
         try:
             action = await self._propose(trusted, call_index, kind)
@@ -456,6 +458,39 @@ class _Runner:
             call_index=call_index, error=error, prompt_tokens=used[0], completion_tokens=used[1]
         ))
 
+    async def _take_notes(self, trusted: Trusted, call_index: int) -> None:
+        """With `notes`, each user message not yet read by the note-taker: one short call of its own,
+        recorded as NoteTaken (a note or none). A call that fails records why and keeps no note: the
+        message itself stays in the history, so nothing of the user's is lost with it."""
+        if not policy_.parse(trusted.submitted.policy).notes:
+            return
+        t = self.view.transcript
+        for turn, seq, blocks in t.messages:
+            if turn in t.noted:
+                continue
+            prompt = self.rt.model.render(notes.messages(blocks, turn))
+            self._report(call_index, "noting", turn)
+            note, error, output, used = "", "", "", (0, 0)
+            try:
+                completion = await self.rt.model.acomplete(
+                    prompt, schema=notes.SCHEMA, max_tokens=notes.MAX_TOKENS, session=f"{self.task_id}/notes",
+                )
+                output, s = completion.text, completion.stats
+                used = (s.prompt_tokens, s.completion_tokens)
+                note = notes.parse(output)
+            except (InferenceError, ContextOverflow) as e:
+                error = f"the model failed: {e}"
+            except proposal.Rejected as e:
+                error = str(e)
+            if error:
+                log.warning("note not taken", task_id=self.task_id, turn=turn, error=error)
+            await self._append(NoteTaken(
+                call_index=call_index, message=context.message_label(turn), message_seq=seq, note=note,
+                model=self.rt.model.name, prompt_ref=self.rt.artifacts.put(prompt.encode()),
+                prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(), prompt_tokens=used[0],
+                completion_tokens=used[1], output=output, error=error,
+            ))
+
     # -- the one side effect of a decision: running a tool ---------------------------------------
 
     async def _execute(self, trusted: Trusted, proposed: ToolCallProposed, *, approved: bool) -> None:
@@ -615,11 +650,20 @@ def request_for(
             counted[text] = rt.model.count(text)
         return counted[text]
 
+    chosen = policy_.parse(trusted.submitted.policy)
+    # The notes no policy leaves out: after the stable prefix, or with `pinned_tail` just before the
+    # decision asked for, where a new note breaks no cached prefix.
+    head: tuple[Block, ...] = ()
+    if chosen.notes and transcript.notes:
+        if chosen.pinned_tail:
+            tail = [*tail[:-1], notes.block(transcript.notes, "pinned"), tail[-1]]
+        else:
+            head = (notes.block(transcript.notes, "notes"),)
     shown = policy_.apply(
-        policy_.parse(trusted.submitted.policy),
+        chosen,
         transcript.entries,
         transcript.results,
-        measure=lambda history: count(rt.model.render(context.layout(prefix, history, tail))),
+        measure=lambda history: count(rt.model.render(context.layout(prefix, (*head, *history), tail))),
         budget=budget,
         count=count,
         # The cut recorded last, unless a re-assembly under another policy carries its own.
@@ -640,7 +684,7 @@ def request_for(
     )
     request = context.assemble(
         prefix=prefix,
-        history=shown.entries,
+        history=(*head, *shown.entries),
         step=transcript.calls + 1,
         tail=tail,
         render=rt.model.render,

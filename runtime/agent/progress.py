@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Literal
 
-Stage = Literal["deciding", "compacting", "evaluating", "generating", "running_tool", "decided"]
+Stage = Literal["deciding", "compacting", "noting", "evaluating", "generating", "running_tool", "decided"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,8 @@ def describe(p: Progress) -> str:
         return p.detail or "decided"
     if p.stage == "compacting":
         return "summarizing older steps (compaction)"
+    if p.stage == "noting":
+        return f"taking a note of message {p.done}"
     return p.stage
 
 

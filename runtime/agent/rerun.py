@@ -13,8 +13,9 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
-from runtime.agent import compaction, decide, loop as agent, proposal
+from runtime.agent import compaction, decide, loop as agent, notes, proposal
 from runtime.agent import policy as policy_
+from runtime.agent.context import message_turn
 from runtime.agent.loop import Runtime, Trusted
 from runtime.agent.view import TaskView
 from runtime.errors import ContextOverflow
@@ -26,6 +27,7 @@ from store.events import (
     ContextTrimmed,
     EvidenceRetrieved,
     ModelCalled,
+    NoteTaken,
     NotificationsAdmitted,
     ProposalAccepted,
     ProposalRejected,
@@ -64,8 +66,9 @@ def rerun_recorded(rt: Runtime, task_id: str) -> RerunReport:
     trusted = Trusted(task_id, records[0].actor, submitted.tenant, _time_of(records[0]), submitted, profile)
     calls = 0
     for i, rec in enumerate(records):
-        if isinstance(rec.event, ContextCompacted):
-            difference = _check_compaction(rt, records, i)
+        if isinstance(rec.event, (ContextCompacted, NoteTaken)):
+            check = _check_compaction if isinstance(rec.event, ContextCompacted) else _check_note
+            difference = check(rt, records, i)
             if difference is not None:
                 return RerunReport(task_id, calls, difference)
         if not isinstance(rec.event, ModelCalled):
@@ -103,13 +106,16 @@ def reassemble(rt: Runtime, task_id: str, spec: str) -> list[Reassembled]:
     trusted = Trusted(task_id, records[0].actor, submitted.tenant, _time_of(records[0]), submitted, profile)
     cut = policy_.Cut()
     out = []
+    # The recorded cuts belong to the recorded policy: this one makes its own. Summaries and notes are
+    # kept only for a policy that shows them: a re-assembly makes no model call, so it cannot write new ones.
+    parsed = policy_.parse(chosen)
+    recorded_only = (ContextTrimmed,
+                     *(() if parsed.name == "compact" else (ContextCompacted,)),
+                     *(() if parsed.notes else (NoteTaken,)))
     for i, rec in enumerate(records):
         called = rec.event
         if not isinstance(called, ModelCalled) or called.attempt != 1:
             continue
-        # The recorded cuts belong to the recorded policy: this one makes its own. Summaries are kept for
-        # `compact` only: a re-assembly makes no model call, so it cannot write new ones.
-        recorded_only = (ContextTrimmed,) if policy_.parse(chosen).name == "compact" else (ContextTrimmed, ContextCompacted)
         before = [r for r in records[:i] if not isinstance(r.event, recorded_only)]
         view = TaskView.of(before)
         try:
@@ -182,6 +188,28 @@ def _check_compaction(rt: Runtime, records: list[Recorded], i: int) -> Differenc
     return None
 
 
+def _check_note(rt: Runtime, records: list[Recorded], i: int) -> Difference | None:
+    """A recorded note against today's code: the same message, the same note-taker prompt, and the
+    recorded reply read into the same note (or the same failure)."""
+    e: NoteTaken = records[i].event
+    t = TaskView.of(records[:i]).transcript
+    message = next((m for m in t.messages if m[0] == message_turn(e.message)), None)
+    if message is None or message[1] != e.message_seq:
+        return Difference(e.call_index, 1, f"note differs: recorded for {e.message} (event {e.message_seq}), "
+                                           "which the rebuilt history does not hold there")
+    prompt = rt.model.render(notes.messages(message[2], message[0]))
+    if hashlib.sha256(prompt.encode()).hexdigest() != e.prompt_sha256:
+        return Difference(e.call_index, 1, f"the note-taker's prompt for {e.message} differs from the recorded one")
+    if e.output:  # without one the call failed, and there is no reply to read again
+        try:
+            read = (notes.parse(e.output), "")
+        except proposal.Rejected as err:
+            read = ("", str(err))
+        if read != (e.note, e.error):
+            return Difference(e.call_index, 1, f"the recorded note for {e.message} reads differently today: {read}")
+    return None
+
+
 def _before_step(records: list[Recorded], i: int) -> list[Recorded]:
     """The events before the step began: its evidence is retrieved again to compare, and evidence,
     notifications and a cut of the history recorded for it are not yet history."""
@@ -195,7 +223,7 @@ def _before_step(records: list[Recorded], i: int) -> list[Recorded]:
 
 
 # What a step records before its first model call, in the step it is for.
-_BEFORE_CALL = (EvidenceRetrieved, NotificationsAdmitted, ContextTrimmed, ContextCompacted, CompactionFailed)
+_BEFORE_CALL = (EvidenceRetrieved, NotificationsAdmitted, NoteTaken, ContextTrimmed, ContextCompacted, CompactionFailed)
 
 
 def _recorded_evidence(records: list[Recorded], step: int):

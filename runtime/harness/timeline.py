@@ -37,6 +37,7 @@ from store.events import (
     UserSaid,
     CompactionFailed,
     ContextCompacted,
+    NoteTaken,
 )
 
 DETAIL_CHARS = 4_000
@@ -141,6 +142,10 @@ _DESCRIBE: dict[type, Callable[[Any], tuple[str, str, str | None]]] = {
         + "\n".join(f"{k}: {v}" for k, v in e.sections.items()),
     ),
     CompactionFailed: lambda e: ("refusal", f"compaction for call {e.call_index} failed", e.error),
+    NoteTaken: lambda e: (
+        "evidence", f"note of {e.message} for call {e.call_index}: " + (e.note or "none kept"),
+        e.error or f"the note-taker read {e.prompt_tokens} tokens and wrote {e.completion_tokens}",
+    ),
     SkillCatalogPinned: _catalog,
     SkillActivated: lambda e: (
         "skill", f"skill {e.name} activated by the {e.by} (sha256 {e.content_hash[:12]})", None

@@ -130,6 +130,26 @@ class CompactionFailed(Event):
     completion_tokens: int = Field(0, ge=0)
 
 
+class NoteTaken(Event):
+    """A user's message read by the note-taker (policy `notes`): the one short note it kept of a standing
+    rule, identifier or fact that must survive the session, or none (`note` empty). One per message,
+    before the decision that first shows the message; the call is recorded here, prompt and output."""
+
+    call_index: int = Field(ge=1)
+    # The message: its block's label in the history ("request" for the goal, "request:N" after) and seq.
+    message: str
+    message_seq: int = Field(ge=1)
+    note: str = ""
+    model: str
+    prompt_ref: str
+    prompt_sha256: str
+    prompt_tokens: int = Field(0, ge=0)
+    completion_tokens: int = Field(0, ge=0)
+    output: str = ""
+    # Why there is no note when the call failed or its reply could not be read; the task goes on.
+    error: str = ""
+
+
 class EvidenceRetrieved(Event):
     """Evidence chosen for a decision, recorded with its text: a later edit of the source changes
     neither what this task was shown nor its cached prefix."""
