@@ -2,8 +2,9 @@
 
 One scripted session per policy, all with the same script and window (n_ctx 8192 by default):
 
-- the user asks the agent to go through a project's notes; at decision 2 they add a standing rule
-  (a message of theirs, `task say`), and the file read at decision 19 holds an identifier;
+- the user asks the agent to go through a project's notes; at decision 2 they add a standing rule and
+  at decision 19 a fact (messages of theirs, `task say`), as seed 003 planted them at turns 2 and 19;
+- the file read at decision 19 holds an identifier too: a fact that came from a tool, not the user;
 - every decision reads one more file, of a length drawn (deterministically) from 40 to 900 words,
   as real files vary; the last decision answers.
 
@@ -11,14 +12,15 @@ For each policy it prints: decisions completed, tokens billed (every prompt toke
 (after prefix reuse), evaluated as a multiple of the tokens the session added (its history at the
 end), the largest request, compactions and their tokens, prefix reuse on the calls between rewrites
 (tokens found cached / the previous request's tokens, on calls that broke no prefix), wall time, and
-whether the rule and the identifier were in every request after they appeared.
+whether the rule, the fact and the file's identifier were in every request after they appeared.
 
 The decisions' replies are scripted: the point is what each policy sends, not the model's judgement.
 Without --model a stand-in tokenizer counts, and prefix reuse is what llama.cpp would reuse (the
 longest token prefix shared with the session's previous prompt); the summarizer (policy `compact`)
-is scripted too and keeps nothing specific, so what survives is what the policy keeps verbatim. With
---model the real model evaluates every prompt (real reuse, real wall time) and writes the summaries
-itself, under their schema: then the identifier survives a compaction only if the model kept it.
+is scripted too and keeps nothing specific, so what survives is what the policy keeps verbatim, and
+the note-taker (`+notes`) keeps each message's sentence that holds a number. With --model the real
+model evaluates every prompt (real reuse, real wall time) and writes the summaries and notes itself,
+under their schemas: then the file's identifier survives a compaction only if the model kept it.
 Figures only, no assertions.
 
     python bench/policy_bench.py
@@ -39,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import anyio  # noqa: E402
 
-from runtime.agent import compaction  # noqa: E402
+from runtime.agent import compaction, notes  # noqa: E402
 from runtime.agent.blocks import join  # noqa: E402
 from runtime.agent.loop import Runtime, run_task  # noqa: E402
 from runtime.agent.plugins import load  # noqa: E402
@@ -50,10 +52,12 @@ from runtime.inference.local import LocalModel  # noqa: E402
 from runtime.inference.model_file import resolve_model  # noqa: E402
 from runtime.inference.scripted import ScriptedModel  # noqa: E402
 from store import NO_STREAM, EventStore  # noqa: E402
-from store.events import CompactionFailed, ContextCompacted, ModelCalled, TaskPhaseChanged  # noqa: E402
+from store.events import CompactionFailed, ContextCompacted, ModelCalled, NoteTaken, TaskPhaseChanged  # noqa: E402
 
-POLICIES = ["full", "window:8", "elide_tool_results:4", "user_verbatim:1", "auto", "compact"]
-RULE = "Standing rule: never change a file whose name starts with draft-."
+POLICIES = ["full", "window:8", "elide_tool_results:4", "user_verbatim:1", "auto", "compact", "auto+notes",
+            "auto+pinned_tail", "compact+notes"]
+RULE = "Standing rule: every ticket you open is filed under my employee number 4417."
+FACT = "The affected shard is pay-shard-7, confirmed by the payments team."
 IDENTIFIER = "INC-40417"
 RULE_AT, IDENTIFIER_AT = 2, 19
 GENERIC_SUMMARY = {
@@ -66,16 +70,24 @@ GENERIC_SUMMARY = {
 
 
 class BenchModel(ScriptedModel):
-    """The session's scripted replies; the summarizer's from the real model when there is one."""
+    """The session's scripted replies; the summarizer's and the note-taker's from the real model when
+    there is one. The decisions' prompts are kept apart: they are the requests whose content is judged."""
 
     def complete(self, prompt, *, schema, max_tokens, session=None, progress=None):
-        if schema == compaction.SCHEMA:
-            if self.like is None:
-                self.replies.insert(0, json.dumps(GENERIC_SUMMARY))
-            else:
-                self.summaries += 1
-                return self.like.complete(prompt, schema=schema, max_tokens=max_tokens, session=session)
+        if schema not in (compaction.SCHEMA, notes.SCHEMA):
+            self.decision_prompts.append(prompt)
+        elif self.like is not None:
+            return self.like.complete(prompt, schema=schema, max_tokens=max_tokens, session=session)
+        else:
+            self.replies.insert(0, json.dumps(GENERIC_SUMMARY) if schema == compaction.SCHEMA else stand_in_note(prompt))
         return super().complete(prompt, schema=schema, max_tokens=max_tokens, session=session, progress=progress)
+
+
+def stand_in_note(prompt: str) -> str:
+    """The message's line that holds a number, or none: what a note-taker that works would keep."""
+    message = prompt.rsplit("<|im_start|>user", 1)[1]
+    kept = [line for line in message.splitlines() if any(c.isdigit() for c in line) and not line.startswith("Message ")]
+    return json.dumps({"note": kept[0] if kept else "NONE"})
 
 
 def lay_out(workspace: Path, decisions: int) -> list[str]:
@@ -101,7 +113,7 @@ def run_policy(spec: str, decisions: int, n_ctx: int, like: LocalModel | None, r
     replies = [{"action": "call_tool", "tool": "read_file", "arguments": {"path": n}} for n in names]
     replies.append({"action": "final_answer", "answer": "Read them all.", "sources": []})
     model = BenchModel(replies, like=like, evaluate=like is not None, n_ctx=n_ctx)
-    model.summaries = 0
+    model.decision_prompts = []
     with EventStore(f"sqlite:///{folder / 'agentd.db'}", synchronous="off") as store:
         loaded = load([])
         rt = Runtime(store=store, model=model, tools=loaded.tools, profiles=loaded.profiles,
@@ -112,10 +124,16 @@ def run_policy(spec: str, decisions: int, n_ctx: int, like: LocalModel | None, r
             max_steps=decisions + 5, max_tokens=10**9,
         ), expected_version=NO_STREAM, actor="bench")
         started = time.perf_counter()
-        anyio.run(lambda: run_task(rt, task_id, max_decisions=RULE_AT - 1))
-        records = store.read_stream(task_id)
-        store.append(task_id, say(records, RULE), expected_version=records[-1].stream_version, actor="bench")
-        phase = anyio.run(lambda: run_task(rt, task_id))
+        done, phase = 0, "running"
+        for at, text in ((RULE_AT, RULE), (IDENTIFIER_AT, FACT)):
+            phase = anyio.run(lambda: run_task(rt, task_id, max_decisions=at - 1 - done))
+            if phase != "running":  # a policy that fails at the window stops before the user says more
+                break
+            done = at - 1
+            records = store.read_stream(task_id)
+            store.append(task_id, say(records, text), expected_version=records[-1].stream_version, actor="bench")
+        else:
+            phase = anyio.run(lambda: run_task(rt, task_id))
         seconds = time.perf_counter() - started
         records = store.read_stream(task_id)
     events = [r.event for r in records]
@@ -126,9 +144,8 @@ def run_policy(spec: str, decisions: int, n_ctx: int, like: LocalModel | None, r
     steady = [(c, p) for p, c in zip(calls, calls[1:]) if not c.prefix_break and c.cached_tokens is not None]
     history = TaskView.of(records).transcript.entries
     added = model.count(join(list(history))) + (calls[0].manifest.prefix_tokens if calls and calls[0].manifest else 0)
-    prompts = model.prompts
-    rule_from = next((i for i, p in enumerate(prompts) if RULE in p), None)
-    ident_from = next((i for i, p in enumerate(prompts) if IDENTIFIER in p), None)
+    prompts = model.decision_prompts
+    kept = {name: _kept(prompts, text) for name, text in (("rule", RULE), ("fact", FACT), ("identifier", IDENTIFIER))}
     evaluated = sum(c.evaluated_tokens or 0 for c in calls)
     return {
         "policy": spec,
@@ -144,9 +161,16 @@ def run_policy(spec: str, decisions: int, n_ctx: int, like: LocalModel | None, r
         "compaction_tokens": sum(e.prompt_tokens + e.completion_tokens for e in compactions),
         "reuse": sum(c.cached_tokens for c, _ in steady) / max(sum(p.prompt_tokens for _, p in steady), 1),
         "seconds": seconds,
-        "rule_kept": rule_from is not None and all(RULE in p for p in prompts[rule_from:]),
-        "identifier_kept": ident_from is not None and all(IDENTIFIER in p for p in prompts[ident_from:]),
+        "kept": kept,
+        "notes": sum(isinstance(e, NoteTaken) for e in events),
+        "note_tokens": sum(e.prompt_tokens + e.completion_tokens for e in events if isinstance(e, NoteTaken)),
     }
+
+
+def _kept(prompts: list[str], text: str) -> bool:
+    """Whether `text` was in every decision's request from the first that showed it."""
+    start = next((i for i, p in enumerate(prompts) if text in p), None)
+    return start is not None and all(text in p for p in prompts[start:])
 
 
 def main() -> None:
@@ -166,14 +190,14 @@ def main() -> None:
             rows.append(run_policy(spec, args.decisions, args.n_ctx, like, Path(tmp)))
     counted = f"the model {args.model}" if args.model else "a stand-in tokenizer (no model)"
     print(f"{args.decisions} decisions, n_ctx {args.n_ctx}, counted with {counted}\n")
-    head = ["POLICY", "DONE", "BILLED", "EVALUATED", "EVAL/ADDED", "LARGEST", "COMPACTIONS", "THEIR TOKENS",
-            "REUSE", "SECONDS", "RULE", "IDENTIFIER"]
+    head = ["POLICY", "DONE", "BILLED", "EVALUATED", "EVAL/ADDED", "LARGEST", "COMPACTIONS", "NOTES",
+            "THEIR TOKENS", "REUSE", "SECONDS", "RULE", "FACT", "FILE ID"]
     table = [head] + [[
         r["policy"], f"{r['decisions']}/{args.decisions}" + ("" if r["phase"] == "completed" else f" ({r['phase']})"),
         f"{r['billed']:,}", f"{r['evaluated']:,}", f"{r['evaluated'] / max(r['added'], 1):.2f}x", f"{r['largest']:,}",
         f"{r['compactions']}" + (f" (+{r['failed_compactions']} failed)" if r["failed_compactions"] else ""),
-        f"{r['compaction_tokens']:,}", f"{r['reuse']:.0%}", f"{r['seconds']:.1f}",
-        "kept" if r["rule_kept"] else "lost", "kept" if r["identifier_kept"] else "lost",
+        str(r["notes"]), f"{r['compaction_tokens'] + r['note_tokens']:,}", f"{r['reuse']:.0%}", f"{r['seconds']:.1f}",
+        *("kept" if r["kept"][k] else "lost" for k in ("rule", "fact", "identifier")),
     ] for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     for row in table:

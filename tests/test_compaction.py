@@ -4,6 +4,12 @@ of its own writes; the artifact trail and the user's words never left to the sum
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import anyio
 import pytest
@@ -17,6 +23,7 @@ from runtime.agent.rerun import reassemble, rerun_recorded
 from runtime.errors import ConfigError
 from runtime.agent import policy
 from runtime.inference.scripted import ScriptedModel
+from store import EventStore
 from store.events import (
     CompactionFailed,
     ContextCompacted,
@@ -187,3 +194,60 @@ def test_a_crash_during_the_summarizer_call_resumes_with_the_compaction_taken_on
     assert len({e.call_index for e in compactions}) == len(compactions)
     assert [c.call_index for c in events(store, task_id, ModelCalled)] == list(range(1, 18))
     assert rerun_recorded(rt, task_id).difference is None
+
+
+HANGING_CHILD = """
+import sys, time
+from pathlib import Path
+
+import anyio
+
+from runtime.agent.loop import run_task
+from store import EventStore
+from tests.test_compaction import SUMMARY, Summarizing, compaction, long_task
+
+url, tmp, marker = sys.argv[1:]
+
+
+class HangsInTheSummarizer(Summarizing):
+    def complete(self, prompt, *, schema, max_tokens, session=None, progress=None):
+        if schema == compaction.SCHEMA:
+            Path(marker).write_text("summarizing")
+            time.sleep(600)
+        return super().complete(prompt, schema=schema, max_tokens=max_tokens, session=session, progress=progress)
+
+
+with EventStore(url) as store:
+    rt, task_id = long_task(store, Path(tmp), [SUMMARY])
+    rt.model.__class__ = HangsInTheSummarizer
+    anyio.run(lambda: run_task(rt, task_id))
+"""
+
+
+def test_kill_9_during_the_summarizer_call_resumes_with_the_compaction_taken_once(db_url, tmp_path) -> None:
+    """A real process killed with SIGKILL while its summarizer call runs: the next start takes the step
+    again from the log, and the compaction is recorded once, at that step."""
+    repo = Path(__file__).resolve().parent.parent
+    marker = tmp_path / "summarizing"
+    child = subprocess.Popen([sys.executable, "-c", HANGING_CHILD, db_url, str(tmp_path), str(marker)], cwd=repo,
+                             env={**os.environ, "PYTHONPATH": str(repo)}, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    while not marker.exists():
+        assert child.poll() is None, child.stderr.read().decode()[-2000:]
+        assert time.monotonic() < deadline, "the child never reached the summarizer"
+        time.sleep(0.05)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+
+    with EventStore(db_url) as store:
+        [task_id] = [t.task_id for t in store.tasks()]
+        assert not events(store, task_id, ContextCompacted)
+        crashed_at = events(store, task_id, ModelCalled)[-1].call_index + 1
+        replies = [call("read_file", path=f"n{i:02}.txt") for i in range(1, 17)] + [answer("read them all")]
+        rt = make_runtime(store, Summarizing(replies[crashed_at - 1:], [SUMMARY] * 6, n_ctx=6000), tmp_path)
+        assert anyio.run(lambda: run_task(rt, task_id)) == "completed"
+        compactions = events(store, task_id, ContextCompacted)
+        assert compactions[0].call_index == crashed_at
+        assert len({e.call_index for e in compactions}) == len(compactions)
+        assert [c.call_index for c in events(store, task_id, ModelCalled)] == list(range(1, 18))
+        assert rerun_recorded(rt, task_id).difference is None
