@@ -106,18 +106,11 @@ def reassemble(rt: Runtime, task_id: str, spec: str) -> list[Reassembled]:
     trusted = Trusted(task_id, records[0].actor, submitted.tenant, _time_of(records[0]), submitted, profile)
     cut = policy_.Cut()
     out = []
-    # The recorded cuts belong to the recorded policy: this one makes its own. Summaries and notes are
-    # kept only for a policy that shows them: a re-assembly makes no model call, so it cannot write new ones.
-    parsed = policy_.parse(chosen)
-    recorded_only = (ContextTrimmed,
-                     *(() if parsed.name == "compact" else (ContextCompacted,)),
-                     *(() if parsed.notes else (NoteTaken,)))
     for i, rec in enumerate(records):
         called = rec.event
         if not isinstance(called, ModelCalled) or called.attempt != 1:
             continue
-        before = [r for r in records[:i] if not isinstance(r.event, recorded_only)]
-        view = TaskView.of(before)
+        view = TaskView.of(history_under(records[:i], chosen))
         try:
             request, _, _ = agent.request_for(rt, trusted, view, called.call_index, 1, called.decision,
                                               store_prompt=False, cut=cut)
@@ -134,6 +127,17 @@ def reassemble(rt: Runtime, task_id: str, spec: str) -> list[Reassembled]:
             sum(x.tokens for x in shown), note,
         ))
     return out
+
+
+def history_under(records: list[Recorded], spec: str) -> list[Recorded]:
+    """A task's events as a request under policy `spec` may use them: the recorded cuts belong to the
+    recorded policy (this one makes its own), and summaries and notes stay only for a policy that shows
+    them, since a re-assembly makes no model call and cannot write new ones."""
+    parsed = policy_.parse(spec)
+    recorded_only = (ContextTrimmed,
+                     *(() if parsed.name == "compact" else (ContextCompacted,)),
+                     *(() if parsed.notes else (NoteTaken,)))
+    return [r for r in records if not isinstance(r.event, recorded_only)]
 
 
 def _check_call(rt: Runtime, trusted: Trusted, records: list[Recorded], i: int) -> Difference | None:
