@@ -146,10 +146,10 @@ def test_a_timestamp_at_the_top_of_the_prompt_is_reported_as_a_prefix_break(stor
     with logs.captured() as captured:
         run(rt, task_id, max_decisions=1)
     second = events(store, task_id, ModelCalled)[1]
-    assert second.prefix_break == "role"
+    assert second.prefix_break == "role: its content changed"
     assert second.cached_tokens < 40, "a changed first block must cost the whole prefix"
     warnings = [e for e in captured if e["event"] == "prefix break"]
-    assert warnings and warnings[0]["first_changed_block"] == "role" and warnings[0]["log_level"] == "warning"
+    assert warnings and warnings[0]["at"] == "role: its content changed" and warnings[0]["log_level"] == "warning"
 
 
 def test_a_task_continues_after_a_restart_from_its_last_event(store, workspace, tmp_path) -> None:

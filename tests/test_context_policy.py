@@ -190,6 +190,9 @@ def test_a_long_task_fails_at_the_window_under_full_and_finishes_under_the_defau
     assert trims and trims[0].call_index == cut[0].call_index and trims[0].tokens_before > trims[0].budget
     # The prefix breaks at the calls that made a new cut, and only there.
     assert [c.call_index for c in calls if c.prefix_break] == [t.call_index for t in trims]
+    # Each break names the block where the cached prefix ends and why: the cut's own reason.
+    assert all(c.prefix_break.split(": ", 1)[1].startswith("auto: the whole history no longer fits")
+               for c in calls if c.prefix_break)
     assert len(trims) < len(cut)
     # A re-run on the recorded outputs rebuilds every cut request exactly.
     report = rerun_recorded(rt, task_id)

@@ -125,7 +125,7 @@ def test_each_user_message_is_noted_once_and_the_notes_follow_the_stable_prefix(
     prompt = user_turn(rt.model.prompts[-1])
     assert f"- message 2: {RULE}" in prompt and f"- message 3: {FACT}" in prompt
     # A new note rewrites the head of the history: the break is recorded where it happens.
-    assert events(store, task_id, ModelCalled)[-1].prefix_break == "notes"
+    assert events(store, task_id, ModelCalled)[-1].prefix_break == "notes: its content changed"
     spent = account(store.read_stream(task_id))
     assert spent.notes == 3 and spent.note_prompt_tokens == sum(e.prompt_tokens for e in taken)
 

@@ -530,9 +530,11 @@ def buckets(
 
 
 def prefix_break(previous: ContextManifest | None, current: ContextManifest) -> str | None:
-    """The first block of the previous request that this one does not repeat in the same place.
+    """The first block of the previous request that this one does not repeat in the same place, and why:
+    `BLOCK: REASON`, where the reason is the policy's for leaving it out or shortening it, or what
+    took its place.
 
-    The previous request's tail (its decision, a refusal) is not history: each request has its own.
+    The previous request's tail (its decision, a refusal, pinned notes) is not history: each request has its own.
     """
     if previous is None:
         return None
@@ -541,7 +543,17 @@ def prefix_break(previous: ContextManifest | None, current: ContextManifest) -> 
         items.pop()
     for old, new in zip(items, current.items):
         if (old.block, old.sha256) != (new.block, new.sha256):
-            return old.block
+            return f"{old.block}: {_why_gone(old.block, new.block, current)}"
     if len(current.items) < len(items):
-        return items[len(current.items)].block
+        gone = items[len(current.items)].block
+        return f"{gone}: {_why_gone(gone, None, current)}"
     return None
+
+
+def _why_gone(block: str, instead: str | None, current: ContextManifest) -> str:
+    left = next((x for x in current.left_out if x.source == block), None)
+    if left is not None:
+        return left.reason
+    if instead == block:
+        return "its content changed"
+    return f"{instead} stands in its place" if instead is not None else "no longer shown"

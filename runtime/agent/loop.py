@@ -360,7 +360,7 @@ class _Runner:
                 return None
             broken = context.prefix_break(self.view.transcript.last_manifest, request.manifest)
             if broken is not None:
-                log.warning("prefix break", task_id=self.task_id, call_index=call_index, first_changed_block=broken)
+                log.warning("prefix break", task_id=self.task_id, call_index=call_index, at=broken)
             s = completion.stats
             await self._append(
                 ModelCalled(
