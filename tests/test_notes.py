@@ -18,6 +18,7 @@ from runtime.errors import ConfigError
 from runtime.inference.scripted import ScriptedModel
 from store.events import AnswerGiven, ContextCompacted, ModelCalled, NoteTaken, TaskPhaseChanged
 from tests.test_agent import answer, call, events, make_runtime, run, submit, workspace  # noqa: F401  (a fixture)
+from tests.conftest import run_agentd
 from tests.test_compaction import SUMMARY
 from tests.test_conversation import tell, user_turn
 
@@ -108,7 +109,9 @@ def test_a_note_reply_that_is_not_the_object_asked_for_is_refused(reply) -> None
         notes.parse(reply)
 
 
-def test_each_user_message_is_noted_once_and_the_notes_follow_the_stable_prefix(store, workspace, tmp_path) -> None:
+def test_each_user_message_is_noted_once_and_the_notes_follow_the_stable_prefix(
+    store, workspace, tmp_path, data_dir
+) -> None:
     rt = noting(store, tmp_path, replies_for(3))
     task_id = conversation(store, rt, workspace, "notes")
     taken = events(store, task_id, NoteTaken)
@@ -128,6 +131,8 @@ def test_each_user_message_is_noted_once_and_the_notes_follow_the_stable_prefix(
     assert events(store, task_id, ModelCalled)[-1].prefix_break == "notes: its content changed"
     spent = account(store.read_stream(task_id))
     assert spent.notes == 3 and spent.note_prompt_tokens == sum(e.prompt_tokens for e in taken)
+    shown = run_agentd("--data-dir", str(data_dir), "task", "show", task_id, "--buckets")
+    assert f"on 3 note-taker call(s): {spent.note_prompt_tokens} read" in shown.stdout, shown.stderr
 
 
 def test_pinned_tail_puts_the_notes_just_before_the_decision_and_breaks_no_prefix(store, workspace, tmp_path) -> None:

@@ -354,6 +354,8 @@ def show_buckets(a: Accounting, as_json: bool) -> None:
             f"on {a.compactions} compaction call(s): {a.compaction_prompt_tokens} read, "
             f"{a.compaction_completion_tokens} written"
         )
+    if a.notes:
+        click.echo(f"on {a.notes} note-taker call(s): {a.note_prompt_tokens} read, {a.note_completion_tokens} written")
 
 
 def show_manifest(app: App, calls: list[ModelCalled], n: int, prompt: bool, as_json: bool) -> None:
