@@ -18,7 +18,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from runtime.web import access, live, views as page_views
+from runtime.web import access, hosts, live, views as page_views
 from runtime.harness import approvals as deciding, tasks as task_commands
 from runtime.agent.progress import Board
 from runtime.tools import ToolRegistry
@@ -61,16 +61,22 @@ def create_app(
     stopping: Callable[[], bool] = lambda: False,
     decided: Callable[[], None] = lambda: None,
     board: Board | None = None,
+    host: str = "127.0.0.1",
 ) -> Starlette:
     """The page's ASGI app. `stopping` is polled by open change streams so a server shutdown ends them;
     `decided` is called after each decision recorded here (the daemon wakes its scheduler with it);
-    `board` is what each task is doing now, shown on its page and sent down the change stream."""
+    `board` is what each task is doing now, shown on its page and sent down the change stream; `host`
+    is the address it is served on, the one name besides loopback's that requests may carry."""
     page = _Page(store, model_name, token, tools, stopping, decided, board)
 
     async def healthz(request: Request) -> Response:
-        body = {"status": "ok", "last_seq": await to_thread.run_sync(store.last_seq), "model": model_name}
-        if status is not None:
-            body.update(status())
+        # Anyone who can reach the port may ask whether agentd is up; which tasks run, its pid and its
+        # model (a path or URL) are for a session or a local command holding the page token.
+        body: dict = {"status": "ok", "last_seq": await to_thread.run_sync(store.last_seq)}
+        if page.trusted(request):
+            body["model"] = model_name
+            if status is not None:
+                body.update(status())
         return JSONResponse(body)
 
     guarded = page.guarded
@@ -91,7 +97,7 @@ def create_app(
             Route("/favicon.ico", lambda request: Response(status_code=204)),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
-        middleware=[Middleware(_SecurityHeaders)],
+        middleware=[Middleware(_SecurityHeaders), Middleware(hosts.HostGuard, host=host)],
     )
     app.state.open_streams = 0
     return app
@@ -145,6 +151,13 @@ class _Page:
             session = access.new_session(self.token)
         response.set_cookie(access.SESSION_COOKIE, session, httponly=True, samesite="strict", path="/")
         return response
+
+    def trusted(self, request: Request) -> bool:
+        """A browser with a session, or a command on this machine sending the page token as a bearer."""
+        if self._valid_session(request.cookies.get(access.SESSION_COOKIE)):
+            return True
+        scheme, _, offered = request.headers.get("authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and offered.isascii() and access.valid_token(self.token, offered.strip())
 
     def _valid_session(self, cookie: str | None) -> bool:
         # hmac.compare_digest refuses non-ASCII str; such a cookie is simply not ours.
