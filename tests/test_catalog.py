@@ -34,13 +34,13 @@ def test_each_folder_with_a_skill_md_directly_under_a_root_is_a_skill(tmp_path: 
     assert found.skipped == found.warnings == ()
 
 
-def test_a_folder_without_a_skill_md_is_a_collection_searched_one_level_deeper(tmp_path: Path) -> None:
+def test_a_folder_without_a_skill_md_is_a_collection_searched_deeper(tmp_path: Path) -> None:
     root = tmp_path / "skills"
     add(root / "office", "docx")
     add(root / "office", "xlsx")
-    add(root / "deep" / "er", "too-deep")
+    add(root / "deep" / "er", "nested")
     found = discover([root])
-    assert list(found.skills) == ["docx", "xlsx"]
+    assert list(found.skills) == ["docx", "nested", "xlsx"]
 
 
 def test_a_skill_folder_is_not_searched_further(tmp_path: Path) -> None:

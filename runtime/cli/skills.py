@@ -102,11 +102,14 @@ def validate(app: App, paths: tuple[Path, ...]) -> None:
     """
     for path in paths:
         _must_exist(path)
+    found: list[Diagnostic] = []  # what the search itself reports: skills too deep to load, unlistable folders
     if paths:
-        folders = [f for path in paths for f in _folders_named_by(path)]
+        folders = [f for path in paths for f in _folders_named_by(path, found)]
     else:
-        folders = [f for root in app.settings().skills_dirs if root.is_dir() for f in catalog.skill_folders(root)]
-    diagnostics = [d for folder in folders for d in skill_file.validate(folder)]
+        folders = [
+            f for root in app.settings().skills_dirs if root.is_dir() for f in catalog.skill_folders(root, found)
+        ]
+    diagnostics = [*found, *(d for folder in folders for d in skill_file.validate(folder))]
     for d in diagnostics:
         click.echo(d)
     errors = sum(d.severity == "error" for d in diagnostics)
@@ -130,11 +133,14 @@ def validate(app: App, paths: tuple[Path, ...]) -> None:
 def add(app: App, path: Path, yes: bool, into: Path | None) -> None:
     """Copy the skill folder PATH into a skills folder, after a strict check and a review of what it would run.
 
-    The review lists every script with its size and hash, and flags network access, commands run from
-    strings, instructions to ignore rules, and anything that reaches outside the folder.
+    The review shows first the tools the skill pre-approves (allowed-tools) and what each then does
+    without asking; then every script with its size and hash; then what needs a look, by severity, each
+    with its file and line: deletes in your home folder, reads of keys, decoded or downloaded code,
+    obfuscated calls, instructions to ignore rules, network access, commands run from strings, and
+    anything that reaches outside the folder.
     """
     _must_exist(path)
-    folder = path.parent if path.is_file() else path
+    folder = path if path.is_dir() else path.parent
     problems = skill_file.validate(folder)
     for d in problems:
         click.echo(d)
@@ -146,7 +152,7 @@ def add(app: App, path: Path, yes: bool, into: Path | None) -> None:
     into = into if into is not None else _first_skills_dir(app)
     destination = into / loaded.name
 
-    review = skill_review.review(folder)
+    review = skill_review.review(folder, loaded.allowed_tools)
     _print_review(review)
     if not review.self_contained:
         raise InvalidCommand(
@@ -179,8 +185,26 @@ def install(folder: Path, destination: Path) -> None:
             shutil.rmtree(partial, ignore_errors=True)
 
 
+SEVERITY_HEADINGS = {
+    "high": "read these before installing",
+    "medium": "worth a look",
+    "low": "for the record",
+}
+
+
 def _print_review(review: skill_review.Review) -> None:
     click.echo(f"review of {review.folder}:")
+    # First: what the skill may do without asking anyone, which no line-by-line finding shows.
+    if review.pre_approved:
+        where = f"SKILL.md:{review.allowed_tools_line}, " if review.allowed_tools_line else ""
+        click.echo(
+            f"pre-approved tools ({where}allowed-tools): a task that takes in this skill runs these without asking you"
+        )
+        width = max(len(p.tool) for p in review.pre_approved)
+        for p in review.pre_approved:
+            click.echo(f"  {p.tool:<{width}}  {p.means}")
+    else:
+        click.echo("pre-approved tools: none; every call that needs your approval still asks you")
     if review.scripts:
         click.echo(f"scripts ({len(review.scripts)}):")
         rows = [
@@ -189,12 +213,13 @@ def _print_review(review: skill_review.Review) -> None:
         click.echo(_indent(table(rows, ["PATH", "SIZE", "HASH", "EXECUTABLE"])))
     else:
         click.echo("scripts: none")
-    if review.findings:
-        click.echo(f"needs a look ({len(review.findings)}):")
-        for finding in review.findings:
-            click.echo(f"  {finding}")
-    else:
+    if not review.findings:
         click.echo("needs a look: nothing flagged")
+    for severity, findings in review.by_severity().items():
+        if findings:
+            click.echo(f"{severity} ({len(findings)}): {SEVERITY_HEADINGS[severity]}")
+            for finding in findings:
+                click.echo(f"  {finding}")
 
 
 def _first_skills_dir(app: App) -> Path:
@@ -209,11 +234,11 @@ def _must_exist(path: Path) -> None:
         raise MissingPath(f"{path} does not exist")
 
 
-def _folders_named_by(path: Path) -> list[Path]:
-    if path.is_file():
-        return [path.parent]
+def _folders_named_by(path: Path, warnings: list[Diagnostic]) -> list[Path]:
+    if not path.is_dir():
+        return [path.parent]  # its SKILL.md (or any file in it), whatever kind of file that is
     # Neither a skill nor a folder of skills: validating it as a skill says what is missing.
-    return list(catalog.skill_folders(path)) or [path]
+    return list(catalog.skill_folders(path, warnings)) or [path]
 
 
 def _not_loaded(name: str, found: catalog.Catalog) -> str:

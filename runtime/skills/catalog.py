@@ -26,6 +26,10 @@ HEADER = (
     '{"action": "activate_skill", "skill": "<name>", "reason": "<why>"}.'
 )
 ELLIPSIS = "…"
+# How many folder levels below a skills folder are searched for skills. The spec's client guidance
+# suggests scanning several; six holds every public collection seen, and stops a skills folder that
+# names a home directory from walking all of it.
+MAX_DEPTH = 6
 _WHITESPACE = re.compile(r"\s+")
 _by_name = operator.attrgetter("name")
 
@@ -46,9 +50,8 @@ class Catalog:
 def discover(roots: Sequence[Path]) -> Catalog:
     """The skills under `roots`, the first of each name winning (roots in order, then path order).
 
-    A child of a root holding a SKILL.md is a skill; a child without one is a collection, searched
-    one level deeper; a folder with a SKILL.md, a root included, is not searched further. A skill
-    that cannot be loaded is in `skipped`, never silently dropped.
+    Which folders are skills is `skill_folders`'s to say. A skill that cannot be loaded is in
+    `skipped`, never silently dropped.
     """
     skills: dict[str, Skill] = {}
     where: dict[str, Path] = {}
@@ -128,34 +131,76 @@ def render(entries: Sequence[CatalogEntry]) -> str:
 
 
 def skill_folders(root: Path, warnings: list[Diagnostic] | None = None) -> Iterator[Path]:
-    """The folders `discover` reads under root: root itself if it is a skill, else its children, and
-    theirs for a child that is a collection. Folders it cannot list go to `warnings` when given."""
+    """The folders `discover` reads under root, in path order.
+
+    A folder holding a SKILL.md is a skill and is not searched further (one holding it in other
+    letters, skill.md say, is yielded too, for load to say what to rename). Any other folder is
+    searched, down to MAX_DEPTH levels below root: collections nest (trailofbits/skills keeps its
+    skills at plugins/<plugin>/skills/<skill>). Dot-folders, node_modules and __pycache__ are not
+    searched, nor a folder already searched through another link. Skills below the bound, and folders
+    that cannot be listed, go to `warnings` when given: nothing found is ignored silently.
+    """
     warnings = [] if warnings is None else warnings
-    # lexists: a SKILL.md that is a broken link still marks a skill, one that load then reports.
-    if os.path.lexists(root / SKILL_FILE):
-        yield root
-        return
-    for child in _subfolders(root, warnings):
-        if os.path.lexists(child / SKILL_FILE):
-            yield child
+    searched: set[str] = set()
+    pending = [(root, 0)]
+    while pending:
+        folder, depth = pending.pop()
+        listing = _listing(folder, warnings)
+        if listing is None:
             continue
-        for grandchild in _subfolders(child, warnings):
-            if os.path.lexists(grandchild / SKILL_FILE):
-                yield grandchild
+        names, subfolders = listing
+        if any(name.lower() == SKILL_FILE.lower() for name in names):
+            yield folder
+            continue
+        real = os.path.realpath(folder)
+        if real in searched:
+            continue  # a link back to a folder searched already: a loop, or the same skills twice
+        searched.add(real)
+        if depth < MAX_DEPTH:
+            pending.extend((sub, depth + 1) for sub in reversed(subfolders))
+        elif subfolders:
+            deeper = _first_skill_below(subfolders, MAX_DEPTH)
+            if deeper is not None:
+                message = (
+                    f"skills below this folder are more than {MAX_DEPTH} folders deep under {root} and are not "
+                    f"loaded (the first: {deeper}); name a folder nearer to them in skills_dirs"
+                )
+                warnings.append(Diagnostic(folder, None, "warning", message))
 
 
-def _subfolders(folder: Path, warnings: list[Diagnostic]) -> list[Path]:
+def _first_skill_below(folders: list[Path], levels: int) -> Path | None:
+    """The first SKILL.md within `levels` levels of `folders`, searched as skill_folders searches."""
+    pending = [(f, 1) for f in reversed(folders)]
+    while pending:
+        folder, depth = pending.pop()
+        listing = _listing(folder, [])
+        if listing is None:
+            continue
+        names, subfolders = listing
+        marker = next((n for n in names if n.lower() == SKILL_FILE.lower()), None)
+        if marker is not None:
+            return folder / marker
+        if depth < levels:
+            pending.extend((sub, depth + 1) for sub in reversed(subfolders))
+    return None
+
+
+def _listing(folder: Path, warnings: list[Diagnostic]) -> tuple[list[str], list[Path]] | None:
+    """The names in `folder` and its subfolders worth searching, both sorted; None if it cannot be listed."""
     try:
-        with os.scandir(folder) as listing:
-            names = sorted(e.name for e in listing if not _hidden(e.name) and e.is_dir())
+        with os.scandir(folder) as entries:
+            found = [(e.name, not _skipped(e.name) and e.is_dir()) for e in entries]
     except OSError as e:
         warnings.append(Diagnostic(folder, None, "warning", f"cannot list this folder: {e.strerror or e}"))
-        return []
-    return [folder / name for name in names]
+        return None
+    found.sort()
+    return [name for name, _ in found], [folder / name for name, is_folder in found if is_folder]
 
 
-def _hidden(name: str) -> bool:
-    return name.startswith(".") or name == "__pycache__"
+def _skipped(name: str) -> bool:
+    # Never skills: version control and caches, and a JavaScript project's dependencies, which can
+    # hold thousands of folders.
+    return name.startswith(".") or name in ("__pycache__", "node_modules")
 
 
 def _capped(full: Sequence[CatalogEntry], cap: int) -> list[CatalogEntry]:

@@ -5,6 +5,10 @@ the top of SKILL.md, then Markdown instructions. `load` is what agentd runs on: 
 to clients, a cosmetic fault is a warning and the skill still loads, and only a skill it cannot show the
 model (no description, unreadable YAML) is skipped. `validate` is for whoever writes the skill: every
 fault, each an error. Both report through the same checks, so they never disagree on what a fault is.
+
+A skill folder comes from anywhere, so both read SKILL.md only if it is a regular file inside its
+folder and under SKILL_MAX_BYTES, and refuse a frontmatter over FRONTMATTER_MAX characters or one
+whose YAML aliases would expand past EXPANDED_MAX, each with its file and line.
 """
 
 from __future__ import annotations
@@ -22,11 +26,23 @@ from typing import Any, Iterator, Literal, Mapping, NamedTuple
 
 import yaml
 
+from runtime.skills.files import UnreadableFile, read_regular, resolve_inside
+from store.errors import AgentdError
+
 NAME_MAX = 64
 DESCRIPTION_MAX = 1024
 COMPATIBILITY_MAX = 500
 SPEC_FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 SKILL_FILE = "SKILL.md"
+# What agentd reads of a SKILL.md at most: its body enters a task whole, so a megabyte is already more
+# than any model's window; the limit is there so a huge or endless file cannot exhaust memory.
+SKILL_MAX_BYTES = 1 << 20
+# The frontmatter holds a name, a description of at most 1,024 characters and a few short fields.
+FRONTMATTER_MAX = 64 * 1024
+# What its values may grow to once YAML aliases are expanded: libyaml shares an aliased node rather
+# than copying it, so eleven lines can stand for 9**9 strings, which `skills list --json` then wrote
+# out until the kernel killed it. Counted on the node tree, before anything is built from it.
+EXPANDED_MAX = 4 * FRONTMATTER_MAX
 
 # The frontmatter's first line is SKILL.md's line 2, after the opening `---`.
 _FIRST_LINE = 2
@@ -148,13 +164,14 @@ def load(folder: Path) -> tuple[Skill | None, list[Diagnostic]]:
 
 
 def validate(folder: Path) -> list[Diagnostic]:
-    """Strict, for authors: every violation, each an error; unknown fields are warnings."""
+    """Strict, for authors: every violation, each an error, unknown fields included."""
     folder = Path(folder)
     parsed = _read(folder, lenient=False)
     if isinstance(parsed, Diagnostic):
         return [parsed]
     errors = [Diagnostic(parsed.path, f.line, "error", f.message) for f in _faults(parsed, _folder_name(folder))]
-    return [*errors, *_unknown(parsed)]
+    # As the reference validator (skills-ref) does: a field the spec does not define fails the check.
+    return [*errors, *_unknown(parsed, strict=True)]
 
 
 class _Parsed(NamedTuple):
@@ -162,7 +179,8 @@ class _Parsed(NamedTuple):
     fields: dict[str, Any]
     # ("name",) or ("metadata", "author") -> the SKILL.md line it is written on.
     lines: dict[tuple[str, ...], int]
-    repeated: tuple[tuple[str, tuple[int, ...]], ...]
+    # ("name",) or ("metadata", "author") -> every line it is given on, when more than one.
+    repeated: tuple[tuple[tuple[str, ...], tuple[int, ...]], ...]
     body: str
     content_hash: str
     repairs: tuple[Diagnostic, ...]
@@ -177,15 +195,9 @@ class _Fault(NamedTuple):
 
 def _read(folder: Path, lenient: bool) -> _Parsed | Diagnostic:
     path = folder / SKILL_FILE
-    # os.path, not Path: its checks answer False where Path's raise (a folder no one may enter).
-    if not os.path.isdir(folder):
-        return Diagnostic(folder, None, "error", "not a folder" if os.path.lexists(folder) else "no such folder")
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return Diagnostic(folder, None, "error", f"no {SKILL_FILE} in this folder")
-    except OSError as e:
-        return Diagnostic(path, None, "error", f"{SKILL_FILE} cannot be read: {e.strerror or e}")
+    raw = _skill_md(folder)
+    if isinstance(raw, Diagnostic):
+        return raw
     try:
         # Not utf-8-sig: its error positions skip the BOM, and the line of a bad byte is wanted.
         text = raw.decode("utf-8").removeprefix("\ufeff")
@@ -200,6 +212,12 @@ def _read(folder: Path, lenient: bool) -> _Parsed | Diagnostic:
         return Diagnostic(path, 1, "error", "the frontmatter opened on line 1 is never closed by a '---' line")
     # The newline before the closing `---` is the frontmatter's own: `description: >` keeps it.
     source = "".join(line + "\n" for line in lines[1:close])
+    if len(source) > FRONTMATTER_MAX:
+        message = (
+            f"the frontmatter is {len(source):,} characters, over the limit of {FRONTMATTER_MAX:,}; "
+            "keep long text in the body or in a file the body points to"
+        )
+        return Diagnostic(path, 1, "error", message)
     repairs: tuple[Diagnostic, ...] = ()
     try:
         node, data = _compose(source)
@@ -212,13 +230,14 @@ def _read(folder: Path, lenient: bool) -> _Parsed | Diagnostic:
             node, data = _compose(quoted)
         except _UNREADABLE:
             return failure
+        source = quoted  # one line for one line, so its marks still name the author's lines
         said = "a plain value holding ': ' is not valid YAML; read as text (quote it)"
         repairs = tuple(Diagnostic(path, _FIRST_LINE + i, "warning", said) for i in repaired_lines)
     if data is None:
         return Diagnostic(path, 1, "error", "the frontmatter is empty: 'name' and 'description' are required")
     if not isinstance(data, dict):
         return Diagnostic(path, 1, "error", f"the frontmatter must be a mapping of fields, not {_kind(data)}")
-    lines_of, repeated = _field_lines(node)
+    lines_of, repeated = _field_lines(node, source)
     body = lines[close + 1 :]
     start, end = 0, len(body)
     while start < end and not body[start].strip():
@@ -236,33 +255,208 @@ def _read(folder: Path, lenient: bool) -> _Parsed | Diagnostic:
     )
 
 
+def _skill_md(folder: Path) -> bytes | Diagnostic:
+    """SKILL.md's bytes, read only if it is a regular file inside the folder and within the size limit."""
+    path = folder / SKILL_FILE
+    # os.path, not Path: its checks answer False where Path's raise (a folder no one may enter).
+    if not os.path.isdir(folder):
+        return Diagnostic(folder, None, "error", "not a folder" if os.path.lexists(folder) else "no such folder")
+    if not os.path.lexists(path):
+        other = _misnamed(folder)
+        if other is not None:
+            message = f"the file is named {other!r}; agentd reads only '{SKILL_FILE}', in capitals: rename it"
+            return Diagnostic(folder / other, None, "error", message)
+        return Diagnostic(folder, None, "error", f"no {SKILL_FILE} in this folder")
+    try:
+        return read_regular(resolve_inside(path, folder), SKILL_MAX_BYTES)
+    except UnreadableFile as e:
+        return Diagnostic(path, None, "error", f"{SKILL_FILE} cannot be read: {e.reason}")
+
+
+def _misnamed(folder: Path) -> str | None:
+    """The name of a file in `folder` that is SKILL.md in other letters (skill.md, Skill.md), if any."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return None
+    return next((n for n in names if n != SKILL_FILE and n.lower() == SKILL_FILE.lower()), None)
+
+
+class _Unbuildable(AgentdError):
+    """A scalar YAML can parse but not build (2024-13-45, `!!int 0b2`), with the node it is in."""
+
+    def __init__(self, node: yaml.ScalarNode, cause: Exception) -> None:
+        self.node = node
+        self.cause = cause
+        super().__init__(node.value)
+
+
+class _Overgrown(AgentdError):
+    """A field whose value, with its aliases expanded, is over EXPANDED_MAX or never ends."""
+
+    def __init__(self, key: yaml.Node, endless: bool) -> None:
+        self.key = key
+        self.endless = endless
+        super().__init__(getattr(key, "value", ""))
+
+
 def _compose(source: str) -> tuple[yaml.Node | None, Any]:
-    """yaml.safe_load's own two steps, keeping the node tree for the line each field is on."""
+    """yaml.safe_load's own two steps, keeping the node tree for the line each field is on, and
+    refusing a tree that aliases would expand past EXPANDED_MAX before anything is built from it."""
     loader = _Loader(source)
     try:
         node = loader.get_single_node()
-        return node, (loader.construct_document(node) if node is not None else None)
+        if node is None:
+            return None, None
+        _check_expansion(node)
+        try:
+            return node, loader.construct_document(node)
+        except (yaml.YAMLError, RecursionError):
+            raise
+        except Exception as e:  # noqa: BLE001  PyYAML hands values to int(), datetime(), base64 and lets them raise
+            raise _first_unbuildable(node, e) from e
     finally:
         loader.dispose()
 
 
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Raise _Overgrown naming the top-level field whose value, expanded, is too large or refers to itself.
+
+    A node's size is its characters (a scalar) or one plus its children's sizes, counted once per node
+    and summed per reference, so the count costs what the tree costs, not what its expansion would.
+    """
+    sizes: dict[int, int] = {}
+    total = 0
+    fields = [(k, (k, v)) for k, v in root.value] if isinstance(root, yaml.MappingNode) else [(root, (root,))]
+    for key, parts in fields:
+        for part in parts:
+            try:
+                total += _size(part, sizes)
+            except _Overgrown as e:
+                raise _Overgrown(key, e.endless) from None
+            if total > EXPANDED_MAX:
+                raise _Overgrown(key, endless=False)
+
+
+def _size(root: yaml.Node, sizes: dict[int, int]) -> int:
+    expanding: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            expanding.discard(key)
+            own = len(node.value) if isinstance(node, yaml.ScalarNode) else sum(sizes[id(c)] for c in _children(node))
+            sizes[key] = 1 + own
+            if sizes[key] > EXPANDED_MAX:
+                raise _Overgrown(node, endless=False)
+        elif key in expanding:
+            # An alias inside the node it names (`&a [*a]`): its expansion never ends.
+            raise _Overgrown(node, endless=True)
+        elif key not in sizes:
+            expanding.add(key)
+            stack.append((node, True))
+            stack.extend((c, False) for c in _children(node))
+    return sizes[id(root)]
+
+
+def _first_unbuildable(root: yaml.Node, cause: Exception) -> Exception:
+    """The first scalar, in document order, that a fresh loader cannot build either; else `cause`."""
+    probe = _Loader("")
+    try:
+        pending, seen = [root], set()
+        while pending:
+            node = pending.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node, yaml.ScalarNode):
+                try:
+                    probe.construct_object(node, deep=True)
+                except (yaml.YAMLError, RecursionError):
+                    raise
+                except Exception as e:  # noqa: BLE001  as in _compose
+                    return _Unbuildable(node, e)
+            pending.extend(reversed(_children(node)))
+    finally:
+        probe.dispose()
+    return cause
+
+
+def _line(source: str, mark: Any) -> int:
+    # YAML counts NEL, U+2028 and U+2029 as line breaks; editors and `grep -n` do not. The character
+    # index is the same for both loaders, so lines are counted from it, in newlines.
+    return _FIRST_LINE + source.count("\n", 0, mark.index)
+
+
+def _column(source: str, mark: Any) -> int:
+    return mark.index - (source.rfind("\n", 0, mark.index) + 1) + 1
+
+
+# What a value tagged (or resolved) as each YAML type must be, said for a skill's author.
+_TYPE_WORDS = {
+    "timestamp": "a date",
+    "bool": "true or false",
+    "int": "a whole number",
+    "float": "a number",
+    "binary": "base64 data",
+}
+
+
+def _unbuildable_message(source: str, e: _Unbuildable) -> str:
+    kind = e.node.tag.rsplit(":", 1)[-1]
+    words = _TYPE_WORDS.get(kind, f"a {kind}")
+    shown = _quoted(e.node.value)
+    if source.startswith("!", e.node.start_mark.index):
+        return f"{shown} is tagged !!{kind} but is not {words}; remove the tag, or quote the value to keep it as text"
+    # Only dates resolve implicitly and can still fail; datetime says which part is wrong, in words.
+    why = f" ({e.cause})" if kind == "timestamp" and type(e.cause) is ValueError else ""
+    return f"{shown} looks like {words} but is not one{why}; quote it to keep it as text"
+
+
 def _unreadable(path: Path, source: str, e: Exception) -> Diagnostic:
+    if isinstance(e, _Unbuildable):
+        return Diagnostic(path, _line(source, e.node.start_mark), "error", _unbuildable_message(source, e))
+    if isinstance(e, _Overgrown):
+        field = f"field {_quoted(e.key.value)}" if isinstance(e.key, yaml.ScalarNode) else "the frontmatter"
+        if e.endless:
+            message = f"{field} holds a YAML alias that refers to itself, which would never end"
+        else:
+            message = (
+                f"{field} expands through YAML aliases (*name) to more than {EXPANDED_MAX:,} characters, "
+                "far more than a frontmatter needs; write its values out instead"
+            )
+        return Diagnostic(path, _line(source, e.key.start_mark), "error", message)
+    if isinstance(e, yaml.constructor.ConstructorError) and e.problem_mark and e.problem and (
+        e.problem.startswith("could not determine a constructor")
+    ):
+        tag = e.problem.rsplit(" ", 1)[-1].strip("'").replace("tag:yaml.org,2002:", "!!")
+        message = f"the tag {tag} asks for more than plain YAML data, which is all a frontmatter may hold; remove it"
+        return Diagnostic(path, _line(source, e.problem_mark), "error", message)
     if isinstance(e, yaml.MarkedYAMLError) and (e.problem_mark or e.context_mark):
         mark = e.problem_mark or e.context_mark
         what = e.problem or e.context or "syntax error"
-        message = f"the frontmatter is not valid YAML: {what}, column {mark.column + 1}"
+        message = f"the frontmatter is not valid YAML: {what}, column {_column(source, mark)}"
         if e.problem and e.context:
             # "while parsing a flow sequence": where the unfinished thing began is often the real fault.
-            began = f" on line {_FIRST_LINE + e.context_mark.line}" if e.context_mark else ""
+            began = f" on line {_line(source, e.context_mark)}" if e.context_mark else ""
             message += f" ({e.context}{began})"
-        return Diagnostic(path, _FIRST_LINE + mark.line, "error", message)
+        return Diagnostic(path, _line(source, mark), "error", message)
     if isinstance(e, yaml.reader.ReaderError):
         line = _FIRST_LINE + source[: e.position].count("\n")
         message = f"the frontmatter holds a character YAML does not allow (#x{e.character:04x})"
         return Diagnostic(path, line, "error", message)
     if isinstance(e, RecursionError):
         return Diagnostic(path, None, "error", "the frontmatter nests too deeply to read")
-    return Diagnostic(path, None, "error", f"the frontmatter is not valid YAML: a value cannot be read ({e!r})")
+    return Diagnostic(path, None, "error", f"the frontmatter cannot be read as YAML: {e}")
 
 
 def _quote_colon_values(source: str) -> tuple[str, list[int]]:
@@ -277,22 +471,26 @@ def _quote_colon_values(source: str) -> tuple[str, list[int]]:
     return "\n".join(lines), changed
 
 
-def _field_lines(node: yaml.Node | None) -> tuple[dict[tuple[str, ...], int], tuple[tuple[str, tuple[int, ...]], ...]]:
+def _field_lines(
+    node: yaml.Node | None, source: str
+) -> tuple[dict[tuple[str, ...], int], tuple[tuple[tuple[str, ...], tuple[int, ...]], ...]]:
+    """The line of each field and metadata key, and the keys given more than once with all their lines."""
     lines: dict[tuple[str, ...], int] = {}
-    seen: dict[str, list[int]] = {}
+    seen: dict[tuple[str, ...], list[int]] = {}
     if not isinstance(node, yaml.MappingNode):
         return lines, ()
-    for key, value in node.value:
-        if not isinstance(key, yaml.ScalarNode):
-            continue
-        line = _FIRST_LINE + key.start_mark.line
-        # YAML keeps the last of a repeated key, so that is the line to point at.
-        lines[(key.value,)] = line
-        seen.setdefault(key.value, []).append(line)
-        if key.value == "metadata" and isinstance(value, yaml.MappingNode):
-            for sub, _ in value.value:
-                if isinstance(sub, yaml.ScalarNode):
-                    lines[("metadata", sub.value)] = _FIRST_LINE + sub.start_mark.line
+    pending = [((), node)]
+    while pending:
+        prefix, mapping = pending.pop(0)
+        for key, value in mapping.value:
+            if not isinstance(key, yaml.ScalarNode):
+                continue
+            where = (*prefix, key.value)
+            # YAML keeps the last of a repeated key, so that is the line to point at.
+            lines[where] = _line(source, key.start_mark)
+            seen.setdefault(where, []).append(lines[where])
+            if where == ("metadata",) and isinstance(value, yaml.MappingNode):
+                pending.append((where, value))
     return lines, tuple((k, tuple(v)) for k, v in seen.items() if len(v) > 1)
 
 
@@ -303,8 +501,9 @@ def _faults(p: _Parsed, own_name: str) -> Iterator[_Fault]:
     def at(*key: str) -> int | None:
         return p.lines.get(key)
 
-    for key, lines in p.repeated:
-        message = f"field {_quoted(key)} is given {len(lines)} times (lines {', '.join(map(str, lines))})"
+    for where, lines in p.repeated:
+        what = f"field {_quoted(where[0])}" if len(where) == 1 else f"metadata key {_quoted(where[-1])}"
+        message = f"{what} is given {len(lines)} times (lines {', '.join(map(str, lines))})"
         yield _Fault(lines[-1], message, then="the last one counts")
 
     faults, name = _required_text(fields, "name", at("name"), then=f"using the folder's name {own_name!r}")
@@ -405,11 +604,18 @@ def _name_problems(name: str, own_name: str) -> Iterator[str]:
         yield f"name {_quoted(name)} does not match its folder's name {own_name!r}"
 
 
-def _unknown(p: _Parsed) -> Iterator[Diagnostic]:
+def _unknown(p: _Parsed, strict: bool = False) -> Iterator[Diagnostic]:
     for key in p.fields:
         if key not in SPEC_FIELDS:
-            message = f"unknown field {_quoted(key)}: not in the Agent Skills specification, kept unused"
-            yield Diagnostic(p.path, p.lines.get((key,)), "warning", message)
+            if strict:
+                message = (
+                    f"unknown field {_quoted(key)}: not in the Agent Skills specification; "
+                    "put it under 'metadata' (as text) or leave it out"
+                )
+                yield Diagnostic(p.path, p.lines.get((key,)), "error", message)
+            else:
+                message = f"unknown field {_quoted(key)}: not in the Agent Skills specification, kept unused"
+                yield Diagnostic(p.path, p.lines.get((key,)), "warning", message)
 
 
 def _lenient_metadata(value: Any) -> dict[str, str]:
@@ -463,7 +669,11 @@ def _kind(value: Any) -> str:
         return "a list"
     if isinstance(value, dict):
         return "a mapping"
-    return f"a {type(value).__name__}"
+    if isinstance(value, bytes):
+        return "binary data (!!binary)"
+    if isinstance(value, (set, frozenset)):
+        return "a set (!!set)"
+    return "a value of another kind"
 
 
 def _quoted(text: str) -> str:
