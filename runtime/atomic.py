@@ -12,7 +12,8 @@ def replace_file(path: Path, data: bytes, *, mode: int | None = None) -> None:
     """Write `data` to a temporary file beside `path`, flush it to disk, and rename it over `path`.
 
     The file gets `mode`, or keeps its permission bits (0o644 when new). OSError propagates for the
-    caller to word; the temporary file is gone either way.
+    caller to word, naming `path` (a failed write names no file of its own); the temporary file is gone
+    either way.
     """
     if mode is None:
         try:
@@ -27,6 +28,11 @@ def replace_file(path: Path, data: bytes, *, mode: int | None = None) -> None:
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        if e.filename is not None:
+            raise
+        raise OSError(e.errno, e.strerror, str(path)) from e
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

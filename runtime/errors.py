@@ -17,6 +17,7 @@ __all__ = [
     "InvalidCommand",
     "ModelFileError",
     "NotFound",
+    "PortUnavailable",
     "RecordingMismatch",
     "ToolError",
 ]
@@ -34,6 +35,10 @@ class ModelFileError(AgentdError):
 
 class InstanceLocked(AgentdError):
     """Another agentd already serves this data directory."""
+
+
+class PortUnavailable(AgentdError):
+    """The web page's port cannot be listened on: another program holds it, or it needs privileges."""
 
 
 class NotFound(AgentdError):

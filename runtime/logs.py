@@ -81,8 +81,11 @@ def configure(*, log_file: Path | None, level: str = "info", console: bool | Non
 
     handlers: list[logging.Handler] = []
     if log_file is not None:
-        log_file.parent.mkdir(parents=True, exist_ok=True)
-        file_handler = logging.FileHandler(log_file, encoding="utf-8")
+        # A read-only or full data directory must not stop a command that only reads: the file is
+        # opened at the first line, and a failure then is remembered (file_problem), not raised.
+        with contextlib.suppress(OSError):
+            log_file.parent.mkdir(parents=True, exist_ok=True)
+        file_handler = _FileHandler(log_file, encoding="utf-8", delay=True)
         file_handler.setFormatter(_formatter(structlog.processors.JSONRenderer(), foreign_pre_chain))
         handlers.append(file_handler)
     if console:
@@ -128,6 +131,46 @@ def configure(*, log_file: Path | None, level: str = "info", console: bool | Non
 def configured() -> bool:
     """Whether `configure` has installed handlers (before that, logging would go to structlog's default)."""
     return bool(_installed_handlers)
+
+
+def file_problem() -> str | None:
+    """Why the log file's latest line could not be written (the disk is full or read-only), or None."""
+    for handler in _installed_handlers:
+        if isinstance(handler, _FileHandler) and handler.problem is not None:
+            return handler.problem
+    return None
+
+
+class _FileHandler(logging.FileHandler):
+    """The log file, which a full or read-only disk silences rather than crashing the command.
+
+    logging's own answer to a failed write is a traceback on stderr for every line ("--- Logging
+    error ---"); the user is told in one line by the command instead, and the next line tries again.
+    """
+
+    problem: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            if self.stream is None:
+                self.stream = self._open()
+        except OSError:
+            self.handleError(record)
+            return
+        self.problem = None
+        super().emit(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        error = sys.exc_info()[1]
+        if not isinstance(error, OSError):
+            super().handleError(record)
+            return
+        self.problem = f"{self.baseFilename}: {error.strerror or error}"
+        # Reopened at the next line, so logging resumes once there is space again.
+        stream, self.stream = self.stream, None
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
 
 
 def _not_file_only(record: logging.LogRecord) -> bool:

@@ -244,3 +244,14 @@ def test_alembic_step_by_step_narration_is_kept_out_of_the_log(tmp_path):
     logging.getLogger("alembic.runtime.migration").warning("something alembic worries about")
 
     assert [line["event"] for line in lines(path)] == ["something alembic worries about"]
+
+
+def test_a_log_file_that_cannot_be_written_is_skipped_quietly_and_says_why(tmp_path, capsys):
+    # A file where the log's folder should be: the same refusal a read-only or full disk gives.
+    (tmp_path / "logs").write_text("not a folder")
+    logs.configure(log_file=tmp_path / "logs" / "agentd.log", console=False)
+    logs.get_logger("agentd.test").error("nobody will read this")
+    logging.getLogger("uvicorn.error").error("nor this")
+
+    assert capsys.readouterr().err == ""
+    assert "agentd.log" in logs.file_problem()

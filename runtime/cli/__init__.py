@@ -12,6 +12,9 @@ from runtime.cli._app import App
 
 INTERNAL_ERROR = 70
 
+# This command's App, for main() to ask which data directory a refused write concerns.
+_app: App | None = None
+
 # Each command's module, imported only when that command runs or shows its own help: a command pays for
 # what it uses (the store, the model, the daemon), not for what its neighbours use. Next to it the first
 # paragraph of its docstring, which `agentd --help` lists without importing the module;
@@ -102,7 +105,8 @@ def cli(ctx: click.Context, config_file: Path | None, data_dir: Path | None) -> 
 
     Settings come from defaults < agentd.toml < AGENTD_* environment variables < flags.
     """
-    app = App(config_file, data_dir)
+    global _app
+    app = _app = App(config_file, data_dir)
     ctx.obj = app
     ctx.call_on_close(app.close)
 
@@ -110,33 +114,72 @@ def cli(ctx: click.Context, config_file: Path | None, data_dir: Path | None) -> 
 def main(argv: list[str] | None = None) -> None:
     try:
         code = cli.main(args=argv, prog_name="agentd", standalone_mode=False)
-    except click.ClickException as e:
-        e.show()
-        code = e.exit_code
-    except click.exceptions.Abort:
-        click.echo("agentd: aborted", err=True)
-        code = 130
-    except KeyboardInterrupt:
-        code = 130
-    except Exception as e:  # noqa: BLE001  one line for the user, the traceback for the log
-        log = _file_log()
-        if _is_agentd_error(e):
-            if log is not None:
-                log.error("command failed", error=str(e), exc_info=True, file_only=True)
-            click.echo(f"agentd: {e}", err=True)
-            code = e.exit_code
-        else:
-            if log is not None:
-                log.exception("internal error", file_only=True)
-            click.echo(f"agentd: internal error: {type(e).__name__}: {e} (the traceback is in the log file)", err=True)
-            code = INTERNAL_ERROR
+    except BaseExceptionGroup as group:  # a task group's failure (the daemon's): its cause matters
+        code = _fail(_first_cause(group))
+    except (Exception, KeyboardInterrupt) as e:  # noqa: BLE001  one line for the user, the traceback for the log
+        code = _fail(e)
     sys.exit(code if isinstance(code, int) else 0)
 
 
-# Both looked up in sys.modules rather than imported: store.errors pulls in the whole store, and neither
+def _fail(e: BaseException) -> int:
+    """Tell the user what went wrong in one line on stderr; return the exit code that says it."""
+    if isinstance(e, click.ClickException):
+        e.show()
+        return e.exit_code
+    if isinstance(e, click.exceptions.Abort):
+        click.echo("agentd: aborted", err=True)
+        return 130
+    if isinstance(e, KeyboardInterrupt):
+        return 130
+    if isinstance(e, SystemExit):  # raised inside a task group, so it came here rather than exiting
+        code = e.code if isinstance(e.code, int) else int(e.code is not None)
+        if code in (0, 1, 2, 130):
+            return code
+    log = _file_log()
+    refused = _refusal(e)
+    if refused is not None:
+        # The host refused (a full or read-only disk): not agentd's fault, and the log may be on that disk.
+        if log is not None:
+            log.error("command failed", error=refused, exc_info=True, file_only=True)
+        click.echo(f"agentd: {refused}", err=True)
+        return 1
+    if _is_agentd_error(e):
+        if log is not None:
+            log.error("command failed", error=str(e), exc_info=True, file_only=True)
+        click.echo(f"agentd: {e}", err=True)
+        return e.exit_code
+    if log is not None:
+        log.error("internal error", exc_info=True, file_only=True)
+    problem = _log_problem()
+    where = "the traceback is in the log file" if problem is None else f"the traceback could not be logged: {problem}"
+    click.echo(f"agentd: internal error: {type(e).__name__}: {e} ({where})", err=True)
+    return INTERNAL_ERROR
+
+
+def _first_cause(group: BaseExceptionGroup) -> BaseException:
+    """The leaf of a (nested) exception group that says what happened: an AgentdError before any other
+    error, an error before an interruption, and cancellations (what the others were told) last."""
+    leaves: list[BaseException] = []
+
+    def walk(e: BaseException) -> None:
+        if isinstance(e, BaseExceptionGroup):
+            for inner in e.exceptions:
+                walk(inner)
+        else:
+            leaves.append(e)
+
+    walk(group)
+    for wanted in (_is_agentd_error, lambda e: isinstance(e, Exception), lambda e: isinstance(e, KeyboardInterrupt)):
+        for leaf in leaves:
+            if wanted(leaf):
+                return leaf
+    return leaves[0] if leaves else group
+
+
+# Looked up in sys.modules rather than imported: store.errors pulls in the whole store, and neither
 # can matter to a command that never loaded it (an AgentdError exists only once store.errors does; the
 # log file is set up by runtime.logs, when a command first reads the settings).
-def _is_agentd_error(e: Exception) -> bool:
+def _is_agentd_error(e: BaseException) -> bool:
     errors = sys.modules.get("store.errors")
     return errors is not None and isinstance(e, errors.AgentdError)
 
@@ -144,3 +187,18 @@ def _is_agentd_error(e: Exception) -> bool:
 def _file_log():
     logs = sys.modules.get("runtime.logs")
     return logs.get_logger("agentd.cli") if logs is not None and logs.configured() else None
+
+
+def _log_problem() -> str | None:
+    logs = sys.modules.get("runtime.logs")
+    return logs.file_problem() if logs is not None else None
+
+
+def _refusal(e: BaseException) -> str | None:
+    """The one line for a write the host refused, or None. For a store error SQLite's words are vague,
+    so the data directory (known once the settings were read) is asked too."""
+    if not isinstance(e, OSError) and not _is_agentd_error(e):
+        return None
+    from runtime import disk
+
+    return disk.describe(e, _app.data_dir() if _app is not None else None)

@@ -41,13 +41,17 @@ class App:
             logs.configure(log_file=self._settings.log_file, level=self._settings.log_level, console=False)
         return self._settings
 
+    def data_dir(self) -> Path | None:
+        """The data directory, once the settings have been read."""
+        return None if self._settings is None else self._settings.data_dir
+
     def store(self, **flags: Any) -> EventStore:
         if self._store is None:
             from store import EventStore
 
             s = self.settings(**flags)
             s.data_dir.mkdir(parents=True, exist_ok=True)
-            self._store = EventStore(s.url, synchronous=s.sqlite_synchronous, busy_timeout_ms=s.busy_timeout_ms)
+            self._store = EventStore(_url(s), synchronous=s.sqlite_synchronous, busy_timeout_ms=s.busy_timeout_ms)
         return self._store
 
     def reader(self) -> Reader | EventStore:
@@ -60,7 +64,7 @@ class App:
 
             s = self.settings()
             if s.database_url is not None or s.db_path.is_file():
-                self._reader = Reader.open(s.url, busy_timeout_ms=s.busy_timeout_ms)
+                self._reader = Reader.open(_url(s), busy_timeout_ms=s.busy_timeout_ms)
         return self._reader or self.store()
 
     def close(self) -> None:
@@ -70,6 +74,24 @@ class App:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+
+def _url(s: Settings) -> str:
+    """The database's URL; on a read-only data directory, one that SQLite can read without writing.
+
+    SQLite's WAL needs a shared-memory file beside the database, which it cannot create there. With no
+    log left to fold in (the last writer checkpointed it away), the file is all there is and can be read
+    as immutable; with one left, it is opened read-only and SQLite reads the log if it can.
+    """
+    from urllib.parse import quote
+
+    from runtime import disk
+
+    if s.database_url is not None or not s.db_path.is_file() or not disk.read_only(s.data_dir):
+        return s.url
+    wal = s.db_path.with_name(s.db_path.name + "-wal")
+    immutable = "" if wal.is_file() and wal.stat().st_size > 0 else "&immutable=1"
+    return f"sqlite:///file:{quote(str(s.db_path.resolve()))}?mode=ro{immutable}&uri=true"
 
 
 pass_app = click.make_pass_decorator(App)

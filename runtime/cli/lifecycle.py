@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -37,6 +38,8 @@ def start(app: App, model: str | None, workspace: Path | None, host: str | None,
         raise InstanceLocked(f"agentd (pid {running}) is already serving {settings.data_dir}")
     out = settings.data_dir / "logs" / "daemon.out"
     out.parent.mkdir(parents=True, exist_ok=True)
+    # The daemon's output is appended to; only what this start adds is its answer.
+    offset = out.stat().st_size if out.is_file() else 0
     serve = ["serve"]
     if model is not None and model not in KNOWN_MODELS:
         model = str(Path(model).resolve())  # a file, named from here; a known model's name stays a name
@@ -56,8 +59,9 @@ def start(app: App, model: str | None, workspace: Path | None, host: str | None,
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if child.poll() is not None:
-            raise AgentdError(f"agentd exited while starting (code {child.returncode}): {_last_line(out)}")
-        if holder_pid(settings.data_dir) == child.pid and _health(page) is not None:
+            raise _failed_to_start(child.returncode, out, offset)
+        # The child announces its address only once the port is its own, so an answer there is its.
+        if holder(settings.data_dir) == (child.pid, page) and _answers(page, settings.data_dir, child.pid):
             click.echo(f"agentd started (pid {child.pid}), serving {settings.data_dir.resolve()}\n"
                        f"  web page: {daemon.login_address(settings)}\n  output:   {out}")
             return
@@ -103,7 +107,7 @@ def status(app: App, as_json: bool) -> None:
         last_seq = positions.last_seq(conn)
     found = holder(settings.data_dir)
     pid, page = found if found is not None else (None, None)
-    health = _health(page) if page else None
+    health = _health(page, settings.data_dir) if page else None
     report = {
         "running": pid is not None,
         "pid": pid,
@@ -132,17 +136,39 @@ def status(app: App, as_json: bool) -> None:
     ]))
 
 
-def _health(page: str) -> dict | None:
+def _health(page: str, data_dir: Path) -> dict | None:
     # Only asked of a running daemon: `status` of a stopped one does not pay for the HTTP client.
     import urllib.request
 
+    from runtime.web import access
+
+    request = urllib.request.Request(page + "healthz")
+    # The page tells its tasks, pid and model only to whoever holds its token: a local command does.
+    with contextlib.suppress(OSError):
+        token = (data_dir / access.TOKEN_FILE).read_text().strip()
+        request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(page + "healthz", timeout=2) as response:
+        with urllib.request.urlopen(request, timeout=2) as response:
             return json.loads(response.read())
     except (OSError, ValueError):
         return None
 
 
-def _last_line(path: Path) -> str:
-    lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
-    return lines[-1] if lines else "(no output)"
+def _answers(page: str, data_dir: Path, pid: int) -> bool:
+    health = _health(page, data_dir)
+    return health is not None and health.get("pid", pid) == pid
+
+
+def _failed_to_start(code: int, out: Path, offset: int) -> AgentdError:
+    """The daemon's own one-line reason (its last `agentd:` line), with its exit code."""
+    with out.open("rb") as f:
+        f.seek(offset)
+        lines = [line for line in f.read().decode(errors="replace").splitlines() if line.strip()]
+    said = [line.removeprefix("agentd: ") for line in lines if line.startswith("agentd: ")]
+    if said:
+        error = AgentdError(said[-1])
+    else:
+        last = repr(lines[-1]) if lines else "nothing"
+        error = AgentdError(f"agentd did not start: it exited with code {code} and said {last}; see {out}")
+    error.exit_code = code if code in (1, 2) else 1
+    return error

@@ -18,14 +18,15 @@ def serve(app: App, model: str | None, workspace: Path | None, host: str | None,
     import anyio
 
     from runtime import logs
-    from runtime.daemon import service as daemon
+    from runtime.daemon import listener, service as daemon
     from runtime.daemon.lock import InstanceLock
     from runtime.daemon.wiring import open_runtime
     from runtime.web import access
 
     settings = app.settings(model=model, workspace=workspace, host=host, port=port)
     access.check_binding(settings.host, settings.allow_remote)
-    with InstanceLock(settings.data_dir) as lock:
+    with InstanceLock(settings.data_dir) as lock, listener.bind(settings.host, settings.port) as sock:
+        # Announced only once the port is this process's: `agentd start` trusts the address it reads.
         lock.announce(daemon.page_address(settings))
         store = app.store()
         rt = open_runtime(settings, store)
@@ -41,7 +42,7 @@ def serve(app: App, model: str | None, workspace: Path | None, host: str | None,
             "Press Ctrl-C to stop."
         )
         try:
-            anyio.run(daemon.run, settings, rt)
+            anyio.run(daemon.run, settings, rt, sock)
         finally:
             # Release the model (and its KV states) before the instance lock goes.
             close = getattr(rt.model, "close", None)

@@ -3,39 +3,69 @@
 Runnable means submitted or running, or waiting for approval when something new has been recorded
 for it since it last stopped (a decision, say). Tasks share the one model; its limiter serializes
 their calls while each task's KV state waits in the model's LRU.
+
+A runner that fails (a full or read-only disk, a store error) interrupts its task, not the daemon:
+the reason is recorded as RunInterrupted as soon as the store can take it (on a full disk, once space
+allows), and the task is tried again after a pause that doubles with each failure in a row.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import time
+from pathlib import Path
+
 import anyio
 from anyio import to_thread
 
-from runtime import logs
+from runtime import disk, logs
 from runtime.harness import delegation
 from runtime.agent.loop import Runtime, run_task
 from runtime.agent.progress import Board
-from store.errors import AgentdError
+from store.errors import AgentdError, ConcurrencyConflict
 from store.events import RunInterrupted, TaskPhase
 
 log = logs.get_logger("agentd.scheduler")
 
 POLL_SECONDS = 0.5
+# A task whose runner failed waits this long before it runs again, twice as long after each further
+# failure in a row, up to the cap: each attempt may cost a model call.
+RETRY_FIRST_S = 1.0
+RETRY_MAX_S = 300.0
+
+
+@dataclasses.dataclass
+class _Held:
+    """A task whose runner failed: why, whether that is in its log yet, and when it may run again."""
+
+    reason: str
+    pause_s: float
+    recorded: bool = False
+    retry_at: float = 0.0
 
 
 class Scheduler:
-    def __init__(self, rt: Runtime, poll_seconds: float = POLL_SECONDS, board: Board | None = None) -> None:
+    def __init__(
+        self, rt: Runtime, poll_seconds: float = POLL_SECONDS, board: Board | None = None,
+        data_dir: Path | None = None,
+    ) -> None:
         self.rt = rt
         self.poll_seconds = poll_seconds
         self.board = board  # what each task is doing now; a task that stops leaves it
+        self.data_dir = data_dir  # asked whether it is full or read-only when a store write fails
         self.running: set[str] = set()
         # The version each parked task had when its runner stopped; it runs again once that changes.
         self._parked: dict[str, int] = {}
+        self._held: dict[str, _Held] = {}
+        self._failures: dict[str, int] = {}  # failures in a row, per task
         self._wake: anyio.Event | None = None
 
     async def run(self) -> None:
         self._wake = anyio.Event()
         async with anyio.create_task_group() as tg:
             while True:
+                if any(not held.recorded for held in self._held.values()):
+                    await to_thread.run_sync(self._record_held)
                 for task_id in await to_thread.run_sync(self._runnable):
                     self.running.add(task_id)
                     tg.start_soon(self._drive, task_id)
@@ -49,17 +79,44 @@ class Scheduler:
         if self._wake is not None:
             self._wake.set()
 
-    def _record_interruption(self, task_id: str) -> None:
+    def _record_interruption(self, task_id: str, reason: str = "agentd stopped") -> None:
         summary = self.rt.store.task(task_id)
         if summary is not None and not TaskPhase(summary.summary.phase).finished:
-            self.rt.store.append(task_id, [RunInterrupted(reason="agentd stopped")])
-            log.info("task interrupted", task_id=task_id, version=summary.summary.version)
+            self.rt.store.append(task_id, [RunInterrupted(reason=reason)])
+            log.info("task interrupted", task_id=task_id, version=summary.summary.version, reason=reason)
+
+    def _record_held(self) -> None:
+        for task_id, held in list(self._held.items()):  # a runner on the event loop may add to it
+            if held.recorded:
+                continue
+            try:
+                self._record_interruption(task_id, held.reason)
+            except (AgentdError, OSError):
+                continue  # the store cannot take it yet (the disk is still full): the next poll tries again
+            held.recorded = True
+            held.retry_at = time.monotonic() + held.pause_s
+
+    def _hold(self, task_id: str, e: AgentdError | OSError) -> None:
+        refused = disk.describe(e, self.data_dir)
+        if refused is None and not isinstance(e, AgentdError):
+            raise e  # an OSError the host did not cause is agentd's own bug
+        reason = refused or str(e)
+        failures = self._failures[task_id] = self._failures.get(task_id, 0) + 1
+        pause = min(RETRY_MAX_S, RETRY_FIRST_S * 2 ** (failures - 1))
+        log.error("task runner failed", reason=reason, retry_in_s=pause)
+        self._held[task_id] = _Held(reason=reason, pause_s=pause)
 
     def _runnable(self) -> list[str]:
         ready = []
+        now = time.monotonic()
         for s in self.rt.store.tasks():
             if s.task_id in self.running or TaskPhase(s.phase).finished or s.phase == TaskPhase.WAITING_FOR_USER:
                 continue
+            held = self._held.get(s.task_id)
+            if held is not None:
+                if not held.recorded or now < held.retry_at:
+                    continue
+                del self._held[s.task_id]
             if delegation.is_sub_task(s.task_id):
                 continue  # run by its parent's delegate call, which resumes it after a restart too
             if s.phase == TaskPhase.AWAITING_APPROVAL and self._parked.get(s.task_id) == s.version:
@@ -72,15 +129,19 @@ class Scheduler:
             with logs.bound(task_id=task_id):
                 phase = await run_task(self.rt, task_id)
                 log.info("task stopped", phase=phase)
+                self._failures.pop(task_id, None)
         except anyio.get_cancelled_exc_class():
             # agentd is stopping: say so in the task's log, then let the cancellation go on. The
             # decision in flight is taken again from the log at the next start.
             with anyio.CancelScope(shield=True):
                 await to_thread.run_sync(self._record_interruption, task_id)
             raise
-        except AgentdError as e:
-            # A conflict means someone else moved the task (a cancel, another worker): look again later.
+        except ConcurrencyConflict as e:
+            # Someone else moved the task (a cancel, another worker): look again at the next poll.
             log.warning("task runner stopped", error=str(e))
+        except (AgentdError, OSError) as e:
+            with logs.bound(task_id=task_id):
+                self._hold(task_id, e)
         finally:
             self._parked[task_id] = self.rt.store.stream_version(task_id)
             self.running.discard(task_id)

@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import os
 import signal
+import socket
 import threading
 from typing import Iterator
 
@@ -54,12 +55,15 @@ class Narrator:
             )
 
 
-async def run(settings: Settings, rt: Runtime) -> None:
-    """Run tasks and serve the page until SIGINT or SIGTERM; uvicorn turns either into a shutdown."""
+async def run(settings: Settings, rt: Runtime, sock: socket.socket | None = None) -> None:
+    """Run tasks and serve the page until SIGINT or SIGTERM; uvicorn turns either into a shutdown.
+
+    `sock` is the page's socket, bound already (runtime/daemon/listener.py); without it uvicorn binds.
+    """
     store = rt.store
     board = Board()
     rt.progress = Narrator(board)
-    scheduler = Scheduler(rt, board=board)
+    scheduler = Scheduler(rt, board=board, data_dir=settings.data_dir)
     watcher = WorkspaceWatcher(store, data_dir=settings.data_dir)
 
     def status() -> dict:
@@ -78,6 +82,7 @@ async def run(settings: Settings, rt: Runtime) -> None:
             stopping=lambda: server.should_exit,
             decided=scheduler.wake,
             board=board,
+            host=settings.host,
         ),
         host=settings.host,
         port=settings.port,
@@ -96,7 +101,7 @@ async def run(settings: Settings, rt: Runtime) -> None:
         await tg.start(CatalogWatcher(store, rt.skill_roots).run)
         tg.start_soon(ScheduleRunner(store).run)
         tg.start_soon(scheduler.run)
-        await server.serve()
+        await server.serve(sockets=None if sock is None else [sock])
         # The page has stopped; decisions in flight are abandoned at their next await and taken
         # again from the log at the next start.
         tg.cancel_scope.cancel()
