@@ -167,10 +167,11 @@ def run_policy(spec: str, decisions: int, n_ctx: int, like: LocalModel | None, r
     }
 
 
-def _kept(prompts: list[str], text: str) -> bool:
-    """Whether `text` was in every decision's request from the first that showed it."""
+def _kept(prompts: list[str], text: str) -> bool | None:
+    """Whether `text` was in every decision's request from the first that showed it; None when no
+    request showed it (the task stopped before it was said)."""
     start = next((i for i, p in enumerate(prompts) if text in p), None)
-    return start is not None and all(text in p for p in prompts[start:])
+    return None if start is None else all(text in p for p in prompts[start:])
 
 
 def main() -> None:
@@ -197,7 +198,7 @@ def main() -> None:
         f"{r['billed']:,}", f"{r['evaluated']:,}", f"{r['evaluated'] / max(r['added'], 1):.2f}x", f"{r['largest']:,}",
         f"{r['compactions']}" + (f" (+{r['failed_compactions']} failed)" if r["failed_compactions"] else ""),
         str(r["notes"]), f"{r['compaction_tokens'] + r['note_tokens']:,}", f"{r['reuse']:.0%}", f"{r['seconds']:.1f}",
-        *("kept" if r["kept"][k] else "lost" for k in ("rule", "fact", "identifier")),
+        *({True: "kept", False: "lost", None: "-"}[r["kept"][k]] for k in ("rule", "fact", "identifier")),
     ] for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     for row in table:
