@@ -62,12 +62,12 @@ def start_task(store: EventStore, n: int) -> str:
 
 def fill(store: EventStore, pool: EventPool, n_events: int) -> Rate:
     """Append `n_events` in commits of BATCH events; each batch is a new task: TaskSubmitted + steps."""
-    events = pool.stream()
     written = 0
     with Stopwatch() as sw:
         while written < n_events:
             size = min(BATCH, n_events - written)
-            batch = [task_submitted(written // BATCH)] + pool.take(events, size - 1)
+            # Each task from the pool's first step: a step cut across two tasks would be refused.
+            batch = [task_submitted(written // BATCH)] + pool.take(pool.stream(), size - 1)
             store.append(new_task_id(), batch)
             written += size
     return Rate(written, sw.seconds)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
         DatabaseCorrupt,
         DatabaseLocked,
         InvalidEvent,
+        LogDamaged,
         ProjectionMismatch,
         SchemaTooNew,
         StoreError,
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 _WHERE = {
     **dict.fromkeys(
-        ("AgentdError", "ConcurrencyConflict", "DatabaseCorrupt", "DatabaseLocked", "InvalidEvent",
+        ("AgentdError", "ConcurrencyConflict", "DatabaseCorrupt", "DatabaseLocked", "InvalidEvent", "LogDamaged",
          "ProjectionMismatch", "SchemaTooNew", "StoreError", "UnknownEventType"),
         "store.errors",
     ),
@@ -38,8 +39,8 @@ _WHERE = {
 
 __all__ = [
     "ANY", "NO_STREAM", "AgentdError", "ConcurrencyConflict", "DatabaseCorrupt", "DatabaseLocked", "Event",
-    "EventStore", "InvalidEvent", "ProjectionMismatch", "Recorded", "SchemaTooNew", "StoreError", "TaskState",
-    "TaskSummary", "UnknownEventType", "fold",
+    "EventStore", "InvalidEvent", "LogDamaged", "ProjectionMismatch", "Recorded", "SchemaTooNew", "StoreError",
+    "TaskState", "TaskSummary", "UnknownEventType", "fold",
 ]
 assert sorted(__all__) == sorted(_WHERE)
 

@@ -1,28 +1,59 @@
-"""Export and import of the log as JSON Lines: one event per line, exactly as recorded."""
+"""Export and import of the log as JSON Lines: one event per line, exactly as recorded, then a trailer.
+
+Each line carries the event's chain hash, and the last line is a trailer with the count, the last seq
+and the last hash: a file cut at a line boundary, or with a line changed, is refused whole rather
+than imported as a shorter log. A payload is written and read back as the bytes stored, so the hashes
+of an imported log are those of the exported one.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Iterator, TextIO
+from typing import Any, Iterable, Iterator, NamedTuple, TextIO
 
 from sqlalchemy import Connection
 
 from store import log, projections
+from store.chain import GENESIS, link
 from store.errors import AgentdError, StoreError
 from store.events import Recorded, decode
 from store.log import COLUMNS, RawEvent
+from store.state import fold_all
 
-_FIELDS = tuple(c for c in COLUMNS if c != "payload")
+_FIELDS = tuple(c for c in COLUMNS if c not in ("payload", "hash"))
 _INT_FIELDS = ("seq", "stream_version", "schema_version")
 _OPTIONAL = ("causation_id", "correlation_id")
+_PAYLOAD_KEY = '"payload":'
+_decoder = json.JSONDecoder()
 CHUNK = 5000
 
 
+class Sealed(NamedTuple):
+    """What a whole export holds, as its trailer says and its lines prove."""
+
+    count: int
+    last_seq: int
+    last_hash: str
+
+
 def line_of(raw: RawEvent) -> str:
-    """One event as a line; payload last, as a JSON object, so the file is readable and greppable."""
+    """One event as a line: its columns, its hash, then its payload as stored (a JSON object), last."""
     obj: dict[str, Any] = {f: getattr(raw, f) for f in _FIELDS}
-    obj["payload"] = json.loads(raw.payload)
-    return _dumps(obj)
+    obj["hash"] = raw.hash
+    return f'{_dumps(obj)[:-1]},{_PAYLOAD_KEY}{raw.payload}}}'
+
+
+def trailer_of(sealed: Sealed) -> str:
+    return _dumps({"trailer": sealed._asdict()})
+
+
+def seal(lines: Iterable[str]) -> str:
+    """The trailer line for event lines made some other way than by `export` (a fixture, by hand)."""
+    checker = _Checker()
+    for line in lines:
+        if line.strip():
+            checker.parse(line)
+    return trailer_of(Sealed(checker.count, checker.last_seq, checker.last_hash))
 
 
 def _dumps(obj: Any) -> str:
@@ -30,38 +61,60 @@ def _dumps(obj: Any) -> str:
 
 
 def export(conn: Connection, out: TextIO) -> int:
-    count = 0
+    count, last_seq, last_hash = 0, 0, GENESIS
     for raw in log.iter_raw(conn):
         out.write(line_of(raw))
         out.write("\n")
-        count += 1
+        count, last_seq, last_hash = count + 1, raw.seq, raw.hash
+    out.write(trailer_of(Sealed(count, last_seq, last_hash)))
+    out.write("\n")
     return count
 
 
-def parse_lines(lines: Iterable[str]) -> Iterator[tuple[tuple, Recorded]]:
-    """Validate each line completely (shape, order, versions, type, payload) before anything is written."""
-    checker = _Checker()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            yield checker.parse(line)
-        except (AgentdError, ValueError) as e:
-            raise StoreError(f"line {number}: {e}") from None
+def parse_lines(lines: Iterable[str], checker: _Checker | None = None) -> Iterator[tuple[tuple, Recorded]]:
+    """Validate each line completely (shape, order, versions, type, payload, hash) before anything is
+    written, and at the end the trailer: a file without its trailer raises after its last line."""
+    checker = checker or _Checker()
+    number = 0
+    try:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                parsed = checker.parse(line)
+            except (AgentdError, ValueError) as e:
+                raise StoreError(f"line {number}: {e}") from None
+            if parsed is not None:
+                yield parsed
+    except UnicodeDecodeError:
+        raise StoreError(f"line {number + 1}: not UTF-8") from None
+    if checker.trailer is None:
+        raise StoreError(
+            f"the file ends after {checker.count} events without the trailer `agentd events export` writes "
+            "last: it was cut short, or not made by an export"
+        )
 
 
 class _Checker:
-    """What the lines so far establish: the last seq and each stream's version."""
+    """What the lines so far establish: the last seq and hash, each stream's version, the trailer."""
 
     def __init__(self) -> None:
+        self.count = 0
         self.last_seq = 0
+        self.last_hash = GENESIS
         self.versions: dict[str, int] = {}
+        self.trailer: Sealed | None = None
 
-    def parse(self, line: str) -> tuple[tuple, Recorded]:
+    def parse(self, line: str) -> tuple[tuple, Recorded] | None:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             raise ValueError(f"not JSON ({e.msg})") from None
+        if self.trailer is not None:
+            raise ValueError("a line after the trailer, which must be the last")
+        if isinstance(obj, dict) and "trailer" in obj:
+            self.trailer = self._sealed(obj)
+            return None
         _check_shape(obj)
         seq, stream_id = obj["seq"], obj["stream_id"]
         if seq != self.last_seq + 1:
@@ -70,11 +123,18 @@ class _Checker:
         expected = self.versions.get(stream_id, 0) + 1
         if obj["stream_version"] != expected:
             raise ValueError(f"stream {stream_id!r} jumps to version {obj['stream_version']}, expected {expected}")
-        payload = _dumps(obj["payload"])
+        payload = _payload_text(line, obj["payload"])
         event = decode(obj["type"], obj["schema_version"], payload, seq)
-        self.last_seq = seq
+        row = tuple(payload if c == "payload" else obj[c] for c in COLUMNS if c != "hash")
+        hash = link(self.last_hash, row)
+        if obj.get("hash") is not None and obj["hash"] != hash:
+            raise ValueError(
+                f"event {seq}'s hash does not match its content and the line before: the file was changed "
+                "after it was exported"
+            )
+        self.count += 1
+        self.last_seq, self.last_hash = seq, hash
         self.versions[stream_id] = expected
-        row = tuple(payload if c == "payload" else obj[c] for c in COLUMNS)
         rec = Recorded(
             seq=seq,
             stream_id=stream_id,
@@ -85,7 +145,37 @@ class _Checker:
             correlation_id=obj["correlation_id"],
             event=event,
         )
-        return row, rec
+        return (*row, hash), rec
+
+    def _sealed(self, obj: dict) -> Sealed:
+        said = obj["trailer"]
+        if set(obj) != {"trailer"} or not isinstance(said, dict) or set(said) != set(Sealed._fields):
+            raise ValueError('a trailer holds {"trailer": {"count": ..., "last_seq": ..., "last_hash": ...}} alone')
+        found = Sealed(self.count, self.last_seq, self.last_hash)
+        if Sealed(**said) != found:
+            raise ValueError(
+                f"the trailer says {said['count']} events to seq {said['last_seq']} ending in hash "
+                f"{str(said['last_hash'])[:12]}, but the lines hold {found.count} to seq {found.last_seq} "
+                f"ending in {found.last_hash[:12]}"
+            )
+        return found
+
+
+def _payload_text(line: str, payload: Any) -> str:
+    """The payload exactly as the line spells it, so that its hash is the stored one's; re-encoded only
+    where the line is not in the form an export writes."""
+    at = line.find(_PAYLOAD_KEY)
+    if at >= 0:
+        start = at + len(_PAYLOAD_KEY)
+        while line[start : start + 1] in (" ", "\t"):
+            start += 1
+        try:
+            value, end = _decoder.raw_decode(line, start)
+        except ValueError:
+            value, end = None, start
+        if end > start and value == payload:
+            return line[start:end]
+    return _dumps(payload)
 
 
 def _check_shape(obj: Any) -> None:
@@ -94,9 +184,11 @@ def _check_shape(obj: Any) -> None:
     missing = [f for f in (*_FIELDS, "payload") if f not in obj]
     if missing:
         raise ValueError(f"missing {', '.join(missing)}")
-    extra = sorted(set(obj) - {*_FIELDS, "payload"})
+    extra = sorted(set(obj) - {*_FIELDS, "payload", "hash"})
     if extra:
         raise ValueError(f"unexpected {', '.join(extra)}")
+    if not isinstance(obj["payload"], dict):
+        raise ValueError("payload must be a JSON object")
     for f in _FIELDS:
         value = obj[f]
         if f in _INT_FIELDS:
@@ -104,6 +196,8 @@ def _check_shape(obj: Any) -> None:
                 raise ValueError(f"{f} must be an integer")
         elif not isinstance(value, str) and not (f in _OPTIONAL and value is None):
             raise ValueError(f"{f} must be a string")
+    if obj.get("hash") is not None and not isinstance(obj["hash"], str):
+        raise ValueError("hash must be a string")
 
 
 def import_into(conn: Connection, lines: Iterable[str]) -> int:
@@ -122,6 +216,14 @@ def import_into(conn: Connection, lines: Iterable[str]) -> int:
     if rows:
         count += _flush(conn, rows, records)
     return count
+
+
+def verify(lines: Iterable[str]) -> Sealed:
+    """Check an export as an import would (lines, chain, trailer, and the fold's rules), writing nothing."""
+    checker = _Checker()
+    fold_all(rec for _, rec in parse_lines(lines, checker))
+    assert checker.trailer is not None  # parse_lines raises at the end of a file without one
+    return checker.trailer
 
 
 def _flush(conn: Connection, rows: list[tuple], records: list[Recorded]) -> int:

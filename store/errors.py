@@ -63,5 +63,9 @@ class InvalidEvent(StoreError):
         super().__init__(f"{where} has an invalid payload: {detail}")
 
 
+class LogDamaged(StoreError):
+    """The log is not the one that was committed: its chain breaks, or it is shorter than once recorded."""
+
+
 class ProjectionMismatch(StoreError):
     """A projection rebuilt from the log differs from the live one."""

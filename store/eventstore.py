@@ -8,6 +8,7 @@ from typing import Sequence
 from store import log, migrate, projections
 from store.database import create_engines
 from store.queries import tasks as task_queries
+from store.mark import Mark
 from store.reader import reading
 from store.events import NOTIFICATIONS_STREAM, Event, Recorded
 from store.state import Approval, TaskState, TaskSummary, fold_all
@@ -40,7 +41,8 @@ class EventStore:
         except BaseException:
             self.engines.dispose()
             raise
-        self._writer = Writer(self.engines.write, url)
+        self.mark = Mark.beside(url)
+        self._writer = Writer(self.engines.write, url, mark=self.mark)
 
     def close(self) -> None:
         self._writer.close()

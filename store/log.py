@@ -31,6 +31,7 @@ class RawEvent(NamedTuple):
     actor: str
     causation_id: str | None
     correlation_id: str | None
+    hash: str | None
 
     def decode(self) -> Recorded:
         return Recorded(
@@ -78,6 +79,11 @@ def _select(
     return Statement(q).execute(conn)
 
 
+def has_type(conn: Connection, type_name: str) -> bool:
+    """Whether any event of the log has this type (a type this agentd may not know)."""
+    return conn.execute(select(events.c.seq).where(events.c.type == type_name).limit(1)).first() is not None
+
+
 def iter_raw(conn: Connection, **kw) -> Iterator[RawEvent]:
     """Events as stored (see `_select` for the filters), fetched in chunks so a large log never sits in memory."""
     cursor = _select(conn, **kw)
@@ -98,7 +104,7 @@ def iter_record_chunks(conn: Connection, **kw) -> Iterator[list[Recorded]]:
             Recorded(seq, stream_id, version, recorded_at, actor, causation, correlation,
                      decode(type_name, schema_version, payload, seq))
             for seq, stream_id, version, type_name, schema_version, payload, recorded_at, actor, causation,
-            correlation in rows
+            correlation, _hash in rows
         ]
 
 

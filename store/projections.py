@@ -6,7 +6,8 @@ from typing import Mapping, Sequence
 
 from sqlalchemy import Connection, bindparam, func, select
 
-from store import rules
+from store import calls, rules
+from store.calls import ToolCall
 from store.harness_projection import HARNESS_CHANGES, SYSTEM_EVENTS, HarnessStage
 from store.events import Recorded
 from store.sql import RowInsert, Statement
@@ -33,10 +34,12 @@ from store.tables import (
     notifications,
     task_actions,
     tasks,
+    tool_calls,
 )
 
 _SYSTEM_EVENTS = frozenset(SYSTEM_EVENTS)
 _HARNESS_CHANGES = frozenset(HARNESS_CHANGES)
+_CALL_EVENTS = frozenset(calls.CALL_EVENTS)
 
 
 SUMMARY_FIELDS = TaskSummary._fields
@@ -58,7 +61,22 @@ _insert_action = RowInsert(task_actions)
 _insert_artifact = RowInsert(artifacts)
 _insert_approval = Statement(approvals.insert())
 _approval_state = Statement(
-    select(approvals.c.task_id, approvals.c.status).where(approvals.c.approval_id == bindparam("id"))
+    select(approvals.c.task_id, approvals.c.status, approvals.c.call_id).where(
+        approvals.c.approval_id == bindparam("id")
+    )
+)
+CALL_FIELDS = ToolCall._fields
+assert tuple(c.name for c in tool_calls.columns) == ("task_id", *CALL_FIELDS)
+_load_call = Statement(
+    select(*[tool_calls.c[n] for n in CALL_FIELDS]).where(
+        tool_calls.c.task_id == bindparam("task"), tool_calls.c.call_id == bindparam("call")
+    )
+)
+_insert_call = RowInsert(tool_calls)
+_update_call = Statement(
+    tool_calls.update()
+    .where(tool_calls.c.task_id == bindparam("b_task_id"), tool_calls.c.call_id == bindparam("b_call_id"))
+    .values({n: bindparam(n) for n in CALL_FIELDS[1:]})
 )
 _decide_approval = Statement(
     approvals.update()
@@ -100,8 +118,13 @@ class Projector:
         self._summaries: dict[str, TaskSummary | None] = {}
         self._existing: set[str] = set()
         self._touched: dict[str, None] = {}
-        # approval id -> (task id, status), as loaded or as staged
+        # approval id -> (task id, status), as loaded or as staged; and the call each approval is for
         self._approvals: dict[str, tuple[str, str]] = {}
+        self._approval_calls: dict[str, str] = {}
+        # (task id, call id) -> the call as staged, or as loaded (None: no row); and which have a row
+        self._calls: dict[tuple[str, str], ToolCall | None] = {}
+        self._calls_in_table: set[tuple[str, str]] = set()
+        self._calls_touched: dict[tuple[str, str], None] = {}
         self._actions: list[tuple] = []
         self._artifacts: list[tuple] = []
         self._in_order: list[tuple[Recorded, Change]] = []
@@ -122,12 +145,29 @@ class Projector:
             if row is None:
                 return None
             self._approvals[approval_id] = (row[0], row[1])
+            self._approval_calls[approval_id] = row[2]
         return self._approvals[approval_id]
+
+    def _call(self, key: tuple[str, str]) -> ToolCall | None:
+        if key not in self._calls:
+            # A task with no row before this batch has no calls in the table (its foreign key): a task
+            # submitted together with its steps, as an import or a bulk append writes it, costs no lookup.
+            # `_summary` has been asked for the task by the time its call events are staged.
+            if key[0] not in self._existing:
+                self._calls[key] = None
+                return None
+            row = _load_call.execute(self.conn, {"task": key[0], "call": key[1]}).fetchone()
+            self._calls[key] = None if row is None else ToolCall(*row)
+            if row is not None:
+                self._calls_in_table.add(key)
+        return self._calls[key]
 
     def stage(self, records: Sequence[Recorded]) -> None:
         """Fold one request's events; all of them are staged, or (on StoreError) none."""
         summaries: dict[str, TaskSummary] = {}
         approvals: dict[str, tuple[str, str]] = {}
+        approval_calls: dict[str, str] = {}
+        calls_: dict[tuple[str, str], ToolCall] = {}
         actions: list[tuple] = []
         artifacts_: list[tuple] = []
         in_order: list[tuple[Recorded, Change]] = []
@@ -139,6 +179,9 @@ class Projector:
                 continue
             sid = rec.stream_id
             summaries[sid] = evolve(summaries[sid] if sid in summaries else self._summary(sid), rec)
+            if type(rec.event) in _CALL_EVENTS:
+                key = (sid, rec.event.call_id)
+                calls_[key] = calls.advance(calls_[key] if key in calls_ else self._call(key), rec)
             change = changes(rec)
             if change is None:
                 continue
@@ -154,16 +197,26 @@ class Projector:
                     known = approvals.get(change.approval_id) or self._approval(change.approval_id)
                     rules.approval_requested(known, change.approval_id, rec.seq)
                     approvals[change.approval_id] = (sid, "pending")
+                    approval_calls[change.approval_id] = change.call_id
                 elif kind is ApprovalDecided:
                     known = approvals.get(change.approval_id) or self._approval(change.approval_id)
                     rules.approval_decided(known, sid, change.approval_id, rec.seq)
                     approvals[change.approval_id] = (sid, change.status)
+                    if change.status == "granted":
+                        call_id = approval_calls.get(change.approval_id) or self._approval_calls[change.approval_id]
+                        key = (sid, call_id)
+                        call = calls.approved(calls_[key] if key in calls_ else self._call(key), change.seq)
+                        if call is not None:
+                            calls_[key] = call
                 in_order.append((rec, change))
         if harness:
             self._harness.stage(harness, lambda t: t in summaries or self._summary(t) is not None)
         self._summaries.update(summaries)
         self._touched.update(dict.fromkeys(summaries))
         self._approvals.update(approvals)
+        self._approval_calls.update(approval_calls)
+        self._calls.update(calls_)
+        self._calls_touched.update(dict.fromkeys(calls_))
         self._actions += actions
         self._artifacts += artifacts_
         self._in_order += in_order
@@ -182,6 +235,15 @@ class Projector:
         updated = [(*self._summaries[t], t) for t in self._touched if t in self._existing]
         if updated:
             _update_task.executemany_tuples(conn, (*SUMMARY_FIELDS, "b_task_id"), updated)
+        if self._calls_touched:
+            new = [(k[0], *self._calls[k]) for k in self._calls_touched if k not in self._calls_in_table]
+            if new:
+                _insert_call.insert(conn, new)
+            changed = [(*self._calls[k][1:], *k) for k in self._calls_touched if k in self._calls_in_table]
+            if changed:
+                _update_call.executemany_tuples(conn, (*CALL_FIELDS[1:], "b_task_id", "b_call_id"), changed)
+            self._calls_in_table.update(self._calls_touched)
+            self._calls_touched.clear()
         if self._actions:
             _insert_action.insert(conn, self._actions)
         if self._artifacts:
@@ -275,7 +337,7 @@ def load_task(conn: Connection, task_id: str) -> TaskState | None:
 
 def clear(conn: Connection) -> None:
     """Empty every projection table (children first, for the foreign keys)."""
-    for table in (artifacts, approvals, task_actions, tasks):
+    for table in (artifacts, approvals, task_actions, tool_calls, tasks):
         conn.execute(table.delete())
 
 

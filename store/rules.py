@@ -81,3 +81,46 @@ def job_started(finished: bool | None, job_id: str, seq: int) -> None:
 def job_finished(finished: bool | None, job_id: str, seq: int) -> None:
     if finished is not False:
         raise StoreError(f"job {job_id} is not running (event {seq})")
+
+
+# A tool call's prior state is a `store.calls.ToolCall`, None if the task never proposed it.
+
+
+def call_proposed(prior, task_id: str, call_id: str, seq: int) -> None:
+    if prior is not None:
+        raise StoreError(
+            f"event {seq} proposes call {call_id} of {task_id} again (it was proposed at event {prior.proposed_seq})"
+        )
+
+
+def call_started(prior, task_id: str, call_id: str, tool: str, seq: int) -> None:
+    _call_known(prior, "starts", task_id, call_id, tool, seq)
+    if prior.finished_seq is not None:
+        raise StoreError(
+            f"event {seq} starts call {call_id} of {task_id}, which has its result already (event {prior.finished_seq})"
+        )
+    # After a stop, the live path starts an open call again only if its tool is idempotent or a person
+    # approved running it again since it last started.
+    if prior.started_seq is not None and not prior.idempotent and (prior.granted_seq or 0) < prior.started_seq:
+        raise StoreError(
+            f"event {seq} starts call {call_id} of {task_id} again (it started at event {prior.started_seq}); "
+            "only an idempotent call, or one a person approved running again, starts twice"
+        )
+
+
+def call_finished(prior, task_id: str, call_id: str, tool: str, seq: int) -> None:
+    _call_known(prior, "records a result for", task_id, call_id, tool, seq)
+    if prior.finished_seq is not None:
+        raise StoreError(
+            f"event {seq} records a second result for call {call_id} of {task_id} (its result is event "
+            f"{prior.finished_seq}): a call has one result"
+        )
+
+
+def _call_known(prior, verb: str, task_id: str, call_id: str, tool: str, seq: int) -> None:
+    if prior is None:
+        raise StoreError(f"event {seq} {verb} call {call_id} of {task_id}, which was never proposed")
+    if tool != prior.tool:
+        raise StoreError(
+            f"event {seq} names tool {tool!r} for call {call_id} of {task_id}, which was proposed for {prior.tool!r}"
+        )

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple, Union
 
-from store import rules
+from store import calls, rules
+from store.calls import ToolCall
 from store.summary import TaskSummary
 from store.events import (
     AnswerGiven,
@@ -238,6 +239,7 @@ class TaskState:
 
 
 _TASK_EVENT_TYPES = frozenset(TASK_EVENTS)
+_CALL_EVENTS = frozenset(calls.CALL_EVENTS)
 
 
 def is_task_event(rec: Recorded) -> bool:
@@ -356,6 +358,8 @@ class Fold:
         self._approvals: dict[str, tuple[str, str]] = {}
         self._jobs: dict[str, bool] = {}
         self._notifications: set[str] = set()
+        # (task id, call id) -> the call, as the `tool_calls` table holds it.
+        self.calls: dict[tuple[str, str], ToolCall] = {}
 
     def apply(self, rec: Recorded) -> None:
         kind = type(rec.event)
@@ -370,8 +374,11 @@ class Fold:
         b = self.tasks.get(rec.stream_id) or _Builder()
         b.summary = evolve(b.summary, rec)
         self.tasks[rec.stream_id] = b
-        change = changes(rec)
         task = rec.stream_id
+        if type(rec.event) in _CALL_EVENTS:
+            key = (task, rec.event.call_id)
+            self.calls[key] = calls.advance(self.calls.get(key), rec)
+        change = changes(rec)
         if isinstance(change, Action):
             b.actions.append(change)
         elif isinstance(change, Approval):
@@ -384,6 +391,11 @@ class Fold:
             b.approvals[change.approval_id] = b.approvals[change.approval_id]._replace(
                 status=change.status, decided_seq=change.seq, decided_by=change.by, decision_reason=change.reason,
             )
+            if change.status == "granted":
+                key = (task, b.approvals[change.approval_id].call_id)
+                call = calls.approved(self.calls.get(key), change.seq)
+                if call is not None:
+                    self.calls[key] = call
         elif isinstance(change, Artifact):
             b.artifacts.append(change)
         elif isinstance(change, TestsRecorded):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
     ForeignKey,
     Integer,
@@ -60,6 +61,9 @@ events = Table(
     _string("actor", 200),
     _string("causation_id", 36, nullable=True),
     _string("correlation_id", 36, nullable=True),
+    # The chain (store/chain.py): this row's content and the row before's hash, hashed. Last, so that a
+    # row's other columns keep their places. Null only in a row written behind the writer's back.
+    _string("hash", 64, nullable=True),
     UniqueConstraint("stream_id", "stream_version", name="uq_events_stream_version"),
 )
 
@@ -97,6 +101,24 @@ task_actions = Table(
     _string("tool", 100),
     _string("status", 32),
     PrimaryKeyConstraint("task_id", "seq"),
+    **CLUSTERED,
+)
+
+tool_calls = Table(
+    "tool_calls",
+    metadata,
+    # A tool call of a task as its events tell it (store/calls.py): proposed once, started (again only
+    # where the live path would start it again), one result. Every call event is checked against it.
+    _task_id(),
+    _string("call_id", 64),
+    _string("tool", 100),
+    Column("proposed_seq", BigInteger, nullable=False),
+    Column("started_seq", BigInteger, nullable=True),
+    Column("idempotent", Boolean, nullable=True),
+    Column("granted_seq", BigInteger, nullable=True),
+    Column("finished_seq", BigInteger, nullable=True),
+    _string("status", 32, nullable=True),
+    PrimaryKeyConstraint("task_id", "call_id"),
     **CLUSTERED,
 )
 
@@ -197,4 +219,6 @@ jobs = Table(
     _string("output_ref", 100, nullable=True),
 )
 
-PROJECTION_TABLES = (tasks, task_actions, approvals, artifacts, notifications, notification_targets, schedules, jobs)
+PROJECTION_TABLES = (
+    tasks, task_actions, tool_calls, approvals, artifacts, notifications, notification_targets, schedules, jobs,
+)

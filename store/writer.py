@@ -22,10 +22,11 @@ from typing import Any, Callable, Sequence
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from store import log, projections, sql
+from store import chain, log, positions, projections, sql
 from store.database import translate
 from store.errors import AgentdError, ConcurrencyConflict, StoreError
 from store.events import Event, Recorded
+from store.mark import Mark
 
 MAX_BATCH = 512
 
@@ -69,6 +70,7 @@ class _Cache:
     def __init__(self) -> None:
         self.data_version: int | None = None
         self.last_seq: int | None = None
+        self.last_hash: str | None = None
         self.versions: dict[str, int] = {}
         self.summaries: dict[str, projections.TaskSummary | None] = {}
 
@@ -83,7 +85,7 @@ class _Cache:
             self.data_version = version
 
     def clear(self) -> None:
-        self.data_version = self.last_seq = None
+        self.data_version = self.last_seq = self.last_hash = None
         self.versions.clear()
         self.summaries.clear()
 
@@ -94,9 +96,11 @@ def now_iso() -> str:
 
 
 class Writer:
-    def __init__(self, engine: Engine, url: str, max_batch: int = MAX_BATCH) -> None:
+    def __init__(self, engine: Engine, url: str, max_batch: int = MAX_BATCH, mark: Mark | None = None) -> None:
         self._engine = engine
         self._url = url
+        # Raised after each commit, outside the database: see store/mark.py.
+        self._mark = mark
         self._max_batch = max_batch
         self._pending: deque[AppendRequest | _Call] = deque()
         self._leader = threading.Lock()
@@ -156,6 +160,8 @@ class Writer:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+            if self._mark is not None:
+                self._mark.close()
 
     def _connection(self) -> Connection:
         if self._conn is None:
@@ -193,11 +199,18 @@ class Writer:
         try:
             conn = self._connection()
             with conn.begin():
+                before = positions.last_seq(conn)
                 result = call.fn(conn)
+                after = positions.head(conn)
         except BaseException as e:  # noqa: BLE001  the caller's thread decides what to do with it
             call.future.set_exception(self._translated(e))
         else:
+            self._raise_mark(*after, restart=before == 0)
             call.future.set_result(result)
+
+    def _raise_mark(self, seq: int, hash: str | None, *, restart: bool) -> None:
+        if self._mark is not None:
+            self._mark.advance(seq, hash, restart=restart)
 
     def _commit(self, batch: list[AppendRequest]) -> None:
         try:
@@ -205,7 +218,9 @@ class Writer:
             with sql.write_transaction(conn):
                 self._cache.check(conn)
                 outcomes, learned = _append_batch(conn, batch, self._cache)
-            learned()
+            first, head = learned()
+            if head[0] >= first:
+                self._raise_mark(*head, restart=first == 1)
             self.stats.commits += 1
             self.stats.appends += len(batch)
         except BaseException as e:  # noqa: BLE001  nothing of the batch was committed
@@ -244,7 +259,8 @@ def _append_batch(
 ) -> tuple[list[tuple[AppendRequest, Any]], Callable[[], None]]:
     """Check and write one batch; returns each request's outcome, and what to tell the cache once the
     transaction has committed (not before: a rollback must leave the cache as it was)."""
-    next_seq = (cache.last_seq if cache.last_seq is not None else log.last_seq(conn)) + 1
+    last, prev = (cache.last_seq, cache.last_hash) if cache.last_seq is not None else positions.head(conn)
+    next_seq = first = last + 1
     versions = {
         sid: cache.versions[sid] if sid in cache.versions else log.stream_version(conn, sid)
         for sid in {req.stream_id for req in batch}
@@ -275,37 +291,36 @@ def _append_batch(
         accepted += records
         outcomes.append((req, records))
     if accepted:
-        insert(conn, accepted)
+        prev = insert(conn, accepted, prev)
         projector.flush()
 
-    def learned() -> None:
+    def learned() -> tuple[int, tuple[int, str | None]]:
+        """Tell the cache; return the first seq this batch wrote, and the log's last seq and hash."""
         cache.last_seq = next_seq - 1
+        cache.last_hash = prev
         cache.versions.update(versions)
         cache.summaries.update(projector.summaries)
+        return first, (next_seq - 1, prev)
 
     return outcomes, learned
 
 
-def insert(conn: Connection, records: Sequence[Recorded]) -> None:
-    """Insert events as rows in table column order."""
-    log.INSERT.insert(
-        conn,
-        [
-            (
-                r.seq,
-                r.stream_id,
-                r.stream_version,
-                type(r.event).__name__,
-                type(r.event).schema_version,
-                r.event.model_dump_json(),
-                r.recorded_at,
-                r.actor,
-                r.causation_id,
-                r.correlation_id,
-            )
-            for r in records
-        ],
-    )
+def insert(conn: Connection, records: Sequence[Recorded], prev: str | None) -> str:
+    """Insert events as rows in table column order, each chained to the one before (`prev`, the hash of
+    the log's last row); return the last hash."""
+    link = chain.link
+    # A last row without a hash was written behind the writer's back; db check names it, and the chain
+    # goes on from an empty hash rather than refusing every append after it.
+    prev = prev or ""
+    rows = []
+    for r in records:
+        cls = type(r.event)
+        row = (r.seq, r.stream_id, r.stream_version, cls.__name__, cls.schema_version, r.event.model_dump_json(),
+               r.recorded_at, r.actor, r.causation_id, r.correlation_id)
+        prev = link(prev, row)
+        rows.append((*row, prev))
+    log.INSERT.insert(conn, rows)
+    return prev
 
 
 def _is_integrity_error(e: BaseException) -> bool:

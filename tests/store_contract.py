@@ -10,7 +10,8 @@ import pytest
 from sqlalchemy import text
 
 from store import ANY, NO_STREAM, ConcurrencyConflict, EventStore, InvalidEvent, StoreError, UnknownEventType
-from store import log
+from store import audit, log
+from store.errors import LogDamaged
 from store.events import (
     ApprovalGranted,
     ApprovalRequested,
@@ -24,6 +25,7 @@ from store.events import (
     TestsRan,
     ToolCallExecuted,
     ToolCallProposed,
+    ToolCallStarted,
 )
 from store.state import fold
 
@@ -154,6 +156,47 @@ class StoreContract:
             with pytest.raises(Exception, match="append-only"):
                 store.in_write_transaction(lambda conn: conn.execute(text(statement)))
         assert store.read_stream("t-a")[0].actor == "agentd"
+
+    # -- the chain -------------------------------------------------------------------------------
+
+    def test_every_event_is_chained_to_the_one_before_and_the_log_checks_whole(self, store: EventStore) -> None:
+        store.append("t-a", [submitted(), TaskPhaseChanged(phase=TaskPhase.RUNNING)])
+        store.submit("t-b", [submitted()]).result()
+        with store.reading() as conn:
+            hashes = [r.hash for r in log.iter_raw(conn)]
+            audit.check_log(conn, None)
+        assert len(set(hashes)) == 3 and all(h and len(h) == 64 for h in hashes)
+
+    def test_a_row_written_behind_the_stores_back_breaks_the_chain_at_its_seq(self, store: EventStore) -> None:
+        store.append("t-a", [submitted()])
+        self.raw_insert(store, **self.next_row(store, "t-a", "TaskPhaseChanged", '{"phase": "running"}'))
+        store.append("t-a", [TaskPhaseChanged(phase=TaskPhase.COMPLETED)])
+        with store.reading() as conn, pytest.raises(LogDamaged, match="event 2 has no chain hash"):
+            audit.check_log(conn, None)
+
+    # -- tool calls ------------------------------------------------------------------------------
+
+    def test_a_tool_call_starts_only_once_proposed_and_has_one_result(self, store: EventStore) -> None:
+        store.append("t-a", [submitted()])
+        with pytest.raises(StoreError, match="event 2 starts call c1 of t-a, which was never proposed"):
+            store.append("t-a", [ToolCallStarted(call_id="c1", tool="shell", idempotent=False)])
+        store.append("t-a", [ToolCallProposed(call_id="c1", tool="shell"),
+                             ToolCallStarted(call_id="c1", tool="shell", idempotent=False)])
+        with pytest.raises(StoreError, match="event 4 starts call c1 of t-a again"):
+            store.append("t-a", [ToolCallStarted(call_id="c1", tool="shell", idempotent=False)])
+        store.append("t-a", [ToolCallExecuted(call_id="c1", tool="shell", status="ok")])
+        with pytest.raises(StoreError, match="event 5 records a second result for call c1"):
+            store.append("t-a", [ToolCallExecuted(call_id="c1", tool="shell", status="ok")])
+        assert [a.call_id for a in store.task("t-a").actions] == ["c1"]
+
+    def test_a_call_a_person_approved_running_again_may_start_again(self, store: EventStore) -> None:
+        store.append("t-a", [submitted(), ToolCallProposed(call_id="c1", tool="shell"),
+                             ToolCallStarted(call_id="c1", tool="shell", idempotent=False)])
+        store.append("t-a", [ApprovalRequested(approval_id="ap-1", call_id="c1", tool="shell", arguments_hash=SHA_A)])
+        store.append("t-a", [ApprovalGranted(approval_id="ap-1", by="ann")])
+        store.append("t-a", [ToolCallStarted(call_id="c1", tool="shell", idempotent=False),
+                             ToolCallExecuted(call_id="c1", tool="shell", status="ok")])
+        assert store.task("t-a").actions[0].status == "ok"
 
     # -- reading ---------------------------------------------------------------------------------
 

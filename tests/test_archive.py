@@ -1,4 +1,6 @@
-"""Export and import as JSON Lines: export, import into an empty store, export again gives the same bytes."""
+"""Export and import as JSON Lines: export, import into an empty store, export again gives the same bytes.
+
+What a file cut short, changed or breaking the fold's rules does is in tests/test_log_evidence.py."""
 
 from __future__ import annotations
 
@@ -8,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from store import EventStore, StoreError
-from store.events import ArtifactWritten, TaskPhase, TaskPhaseChanged, TaskSubmitted, ToolCallExecuted
+from store.events import (
+    ArtifactWritten,
+    TaskPhase,
+    TaskPhaseChanged,
+    TaskSubmitted,
+    ToolCallExecuted,
+    ToolCallProposed,
+)
 
 
 def fill(store: EventStore) -> None:
@@ -18,6 +27,7 @@ def fill(store: EventStore) -> None:
         "t-1",
         [
             TaskPhaseChanged(phase=TaskPhase.RUNNING),
+            ToolCallProposed(call_id="c1", tool="read_file", arguments={"path": "ü/file.txt"}),
             ToolCallExecuted(
                 call_id="c1",
                 tool="read_file",
@@ -39,13 +49,15 @@ def test_export_import_export_is_byte_identical(agentd, tmp_path: Path) -> None:
     assert first.returncode == 0, first.stderr
     second = agentd("--data-dir", str(tmp_path / "b"), "events", "import", str(tmp_path / "one.jsonl"))
     assert second.returncode == 0, second.stderr
-    assert "imported 6 events" in second.stdout
+    assert "imported 7 events" in second.stdout
     third = agentd("--data-dir", str(tmp_path / "b"), "events", "export")
     assert third.returncode == 0, third.stderr
     exported = (tmp_path / "one.jsonl").read_text(encoding="utf-8")
     assert third.stdout == exported
-    assert len(exported.splitlines()) == 6
+    # Seven events, then the trailer.
+    assert len(exported.splitlines()) == 8
     assert json.loads(exported.splitlines()[0])["payload"]["goal"].startswith("résumé ✓")
+    assert json.loads(exported.splitlines()[-1])["trailer"]["count"] == 7
 
 
 def test_imported_store_has_the_same_projections(agentd, tmp_path: Path) -> None:

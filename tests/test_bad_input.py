@@ -83,7 +83,7 @@ def insert_raw_event(db_path: Path, stream_id: str, type_name: str, payload: str
                 "SELECT coalesce(max(stream_version), 0) + 1 FROM events WHERE stream_id = ?", (stream_id,)
             ).fetchone()[0]
             conn.execute(
-                "INSERT INTO events VALUES (?, ?, ?, ?, 1, ?, '2026-11-29T12:00:00.000000Z', 'test', NULL, NULL)",
+                "INSERT INTO events VALUES (?, ?, ?, ?, 1, ?, '2026-11-29T12:00:00.000000Z', 'test', NULL, NULL, NULL)",
                 (seq, stream_id, version, type_name, payload),
             )
     finally:

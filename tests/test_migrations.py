@@ -28,7 +28,7 @@ def test_migrations_from_a_blank_database_produce_exactly_the_models_schema(db_u
         }
     # compare_metadata does not look at table options; the clustered lists must be created as such.
     assert clustered == {t.name for t in metadata.sorted_tables if t.dialect_options["sqlite"]["with_rowid"] is False}
-    assert clustered == {"task_actions", "artifacts", "notification_targets"}
+    assert clustered == {"task_actions", "artifacts", "notification_targets", "tool_calls"}
     assert triggers == {"events_no_update", "events_no_delete"}
     assert set(inspect(engine).get_table_names()) == {*metadata.tables, "alembic_version"}
 

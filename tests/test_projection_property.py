@@ -1,5 +1,5 @@
 """For any sequence of task and harness events, the live projections equal the pure fold of the log, and
-replay agrees: tasks, approvals and artifacts, and the queue, jobs and schedules."""
+replay agrees: tasks, tool calls, approvals and artifacts, and the queue, jobs and schedules."""
 
 from __future__ import annotations
 
@@ -37,10 +37,12 @@ from store.events import (
     TestsRan,
     ToolCallExecuted,
     ToolCallProposed,
+    ToolCallStarted,
 )
+from store.calls import ToolCall
 from store.replay import verify
 from store.state import Schedule, fold_all
-from store.tables import schedules
+from store.tables import schedules, tool_calls
 
 PATHS = ["a.py", "b.py", "docs/c.md"]
 HEX = "0123456789abcdef"
@@ -48,8 +50,8 @@ HEX = "0123456789abcdef"
 step = st.tuples(
     st.integers(0, 3),  # which task
     st.sampled_from(
-        ["phase", "model", "propose", "execute", "request", "grant", "deny", "read", "write", "delete", "tests", "skill",
-         "notify", "admit", "job", "job_end", "schedule", "fire", "unschedule"]
+        ["phase", "model", "propose", "start", "execute", "request", "grant", "deny", "read", "write", "delete",
+         "tests", "skill", "notify", "admit", "job", "job_end", "schedule", "fire", "unschedule"]
     ),
     st.integers(0, 10_000),  # a number the event uses for its fields
     st.booleans(),  # end this append here (so batches of every size happen)
@@ -69,6 +71,9 @@ class Model:
         self.schedules: list[str] = []
         self.fired: dict[str, int] = {}
         self.made_schedules = 0
+        # Per task, the calls proposed and without a result: [call id, tool, started, idempotent].
+        self.calls: dict[str, list[list]] = {}
+        self.proposed = 0
 
     def system_event(self, task: str, kind: str, n: int):
         """(stream, event) for the harness kinds that are recorded outside the task's stream, else None."""
@@ -118,9 +123,20 @@ class Model:
         if kind == "model":
             return ModelCalled(call_index=n + 1, model="m", prompt_tokens=n, completion_tokens=n % 97)
         if kind == "propose":
-            return ToolCallProposed(call_id=f"c{n}", tool="read_file", arguments={"path": PATHS[n % 3]})
-        if kind == "execute":
-            return ToolCallExecuted(call_id=f"c{n}", tool=["read_file", "shell"][n % 2], status=["ok", "error"][n % 2])
+            self.proposed += 1
+            call = [f"c{self.proposed}", ["read_file", "shell"][n % 2], False, False]
+            self.calls.setdefault(task, []).append(call)
+            return ToolCallProposed(call_id=call[0], tool=call[1], arguments={"path": PATHS[n % 3]})
+        open_calls = self.calls.get(task)
+        if kind == "start" and open_calls:
+            call = open_calls[n % len(open_calls)]
+            if call[2] and not call[3]:
+                return None  # started and not idempotent: only an approval to run it again lets it start
+            call[2:] = [True, n % 2 == 0]
+            return ToolCallStarted(call_id=call[0], tool=call[1], idempotent=call[3])
+        if kind == "execute" and open_calls:
+            call_id, tool, _, _ = open_calls.pop(n % len(open_calls))
+            return ToolCallExecuted(call_id=call_id, tool=tool, status=["ok", "error"][n % 2])
         if kind == "request":
             self.approvals += 1
             approval_id = f"ap-{self.approvals}"
@@ -207,6 +223,7 @@ def test_projections_equal_the_fold_of_the_log_for_any_event_sequence(steps, tem
                     row.schedule_id: Schedule(*(getattr(row, f) for f in Schedule._fields))
                     for row in conn.execute(schedules.select())
                 }
+                live_calls = {(row[0], row[1]): ToolCall(*row[1:]) for row in conn.execute(tool_calls.select())}
             states = folded.states()
             assert set(states) == submitted
             for task, state in states.items():
@@ -214,5 +231,6 @@ def test_projections_equal_the_fold_of_the_log_for_any_event_sequence(steps, tem
                 last = records[-1].seq if records else 0
                 assert store.task_at(task, last) == state
             assert live_schedules == folded.schedules
+            assert live_calls == folded.calls
     finally:
         shutil.rmtree(folder)

@@ -16,6 +16,11 @@ def env(tmp_path: Path) -> dict[str, str]:
             "AGENTD_SKILLS_DIRS": str(tmp_path / "no-skills")}
 
 
+def recorded() -> list[dict]:
+    """The fixture's events, without the trailer line that ends it."""
+    return [e for e in map(json.loads, FIXTURE.read_text().splitlines()) if "trailer" not in e]
+
+
 def imported(agentd, tmp_path: Path) -> dict[str, str]:
     e = env(tmp_path)
     done = agentd("events", "import", str(FIXTURE), env=e)
@@ -37,8 +42,7 @@ def test_the_recorded_log_folds_into_projections_that_match_a_rebuild(agentd, tm
 
 def test_the_recorded_task_as_of_its_approval_request_is_waiting(agentd, tmp_path: Path) -> None:
     e = imported(agentd, tmp_path)
-    seq = next(json.loads(line)["seq"] for line in FIXTURE.read_text().splitlines()
-               if json.loads(line)["type"] == "ApprovalRequested")
+    seq = next(e["seq"] for e in recorded() if e["type"] == "ApprovalRequested")
     shown = json.loads(agentd("task", "show", TASK, "--at", str(seq + 1), "--json", env=e).stdout)
     assert shown["summary"]["phase"] == "awaiting_approval"
     assert [a["status"] for a in shown["approvals"]] == ["pending"]
@@ -53,14 +57,13 @@ def test_the_recorded_task_reruns_on_its_outputs_with_no_divergence(agentd, tmp_
 
 def test_the_recorded_task_reassembles_under_another_policy_from_the_command_line(agentd, tmp_path: Path) -> None:
     e = imported(agentd, tmp_path)
-    recorded = [json.loads(line)["payload"] for line in FIXTURE.read_text().splitlines()
-                if json.loads(line)["type"] == "ModelCalled" and json.loads(line)["payload"]["attempt"] == 1]
+    firsts = [e["payload"] for e in recorded() if e["type"] == "ModelCalled" and e["payload"]["attempt"] == 1]
     same = agentd("replay", "--task", TASK, "--policy", "auto", "--json", env=e, timeout=120)
     assert same.returncode == 0, same.stderr
     calls = json.loads(same.stdout)["calls"]
     # Recorded under the default, which cut nothing: built again the same, token for token.
     assert [(c["call_index"], c["tokens"], c["left_out"]) for c in calls] == [
-        (p["call_index"], p["prompt_tokens"], 0) for p in recorded
+        (p["call_index"], p["prompt_tokens"], 0) for p in firsts
     ]
     window = agentd("replay", "--task", TASK, "--policy", "window:1", env=e, timeout=120)
     assert window.returncode == 0, window.stderr
@@ -68,13 +71,12 @@ def test_the_recorded_task_reassembles_under_another_policy_from_the_command_lin
     assert lines[0] == f"{TASK} under window:1: each decision's first request, built from the recorded history"
     assert lines[1].split()[:4] == ["CALL", "RECORDED", "TOKENS", "LEFT"]
     last = lines[-1].split()
-    assert int(last[3]) == 2 * (len(recorded) - 2) and int(last[2]) < int(last[1])
+    assert int(last[3]) == 2 * (len(firsts) - 2) and int(last[2]) < int(last[1])
 
 
 def test_the_recorded_task_shows_where_its_tokens_went(agentd, tmp_path: Path) -> None:
     e = imported(agentd, tmp_path)
-    called = [json.loads(line)["payload"] for line in FIXTURE.read_text().splitlines()
-              if json.loads(line)["type"] == "ModelCalled"]
+    called = [e["payload"] for e in recorded() if e["type"] == "ModelCalled"]
     shown = json.loads(agentd("task", "show", TASK, "--buckets", "--json", env=e).stdout)
     rows = shown["calls"]
     assert [(r["call_index"], r["attempt"]) for r in rows] == [(c["call_index"], c["attempt"]) for c in called]

@@ -37,7 +37,7 @@ def test_readers_are_not_blocked_by_an_open_write_transaction(db_url: str) -> No
         seen = []
 
         def write_and_read(conn) -> None:
-            conn.exec_driver_sql("INSERT INTO events VALUES (99, 's', 1, 'T', 1, '{}', 'now', 'a', NULL, NULL)")
+            conn.exec_driver_sql("INSERT INTO events VALUES (99, 's', 1, 'T', 1, '{}', 'now', 'a', NULL, NULL, NULL)")
             # The writer holds the lock with an uncommitted row; a reader sees the committed snapshot at once.
             seen.append(store.last_seq())
             raise RuntimeError("roll back")

@@ -1,4 +1,4 @@
-"""`agentd events`: list, follow, export and import the log."""
+"""`agentd events`: list, follow, export, verify and import the log."""
 
 from __future__ import annotations
 
@@ -14,14 +14,30 @@ import click
 from runtime.cli._app import App, pass_app
 from runtime.output import table
 from store import archive, log
+from store.errors import AgentdError
+from store.events import event_types
 from store.log import RawEvent
 
 POLL_SECONDS = 0.2
 
 
+class UnknownType(AgentdError):
+    """An event type named on the command line that neither agentd nor the log knows: a usage error."""
+
+    exit_code = 2
+
+
 @click.group()
 def events() -> None:
     """Read the event log, follow it, export it and import it."""
+
+
+def _known_types(conn, types: tuple[str, ...]) -> None:
+    """Refuse a type no event can have, rather than list nothing (a type only the log has is fine)."""
+    known = set(event_types())
+    for name in types:
+        if name not in known and not log.has_type(conn, name):
+            raise UnknownType(f"no event type {name!r}; the types are {', '.join(sorted(known))}")
 
 
 def _rows(raws: list[RawEvent]) -> list[tuple]:
@@ -49,6 +65,7 @@ def _print(raws: list[RawEvent], as_json: bool) -> None:
 def list_(app: App, task_id: str | None, types: tuple[str, ...], after: int, limit: int, as_json: bool) -> None:
     """List events in seq order (by default the last 100)."""
     with app.store().reading() as conn:
+        _known_types(conn, types)
         raws = list(
             log.iter_raw(conn, after=after, stream_id=task_id, types=types, limit=limit or None, descending=bool(limit))
         )
@@ -67,6 +84,7 @@ def tail(app: App, task_id: str | None, types: tuple[str, ...], last: int, as_js
     """Print the latest events, then follow new ones until interrupted."""
     store = app.store()
     with store.reading() as conn:
+        _known_types(conn, types)
         raws = list(log.iter_raw(conn, stream_id=task_id, types=types, limit=last, descending=True))[::-1]
         cursor = log.last_seq(conn)
     if raws:
@@ -104,7 +122,11 @@ def _print_lines(raws: list[RawEvent], as_json: bool) -> None:
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write here instead of stdout.")
 @pass_app
 def export(app: App, output: Path | None) -> None:
-    """Write the whole log as JSON Lines, one event per line in seq order."""
+    """Write the whole log as JSON Lines, one event per line in seq order, then a trailer line.
+
+    Each line carries its event's chain hash; the trailer holds the count, the last seq and the last
+    hash, so that a file cut short or changed is refused by `events import` and `events verify`.
+    """
     with app.store().reading() as conn:
         if output is None:
             count = archive.export(conn, sys.stdout)
@@ -129,11 +151,31 @@ def _export_atomically(conn, output: Path) -> int:
         raise
 
 
+@events.command()
+@click.argument("source", type=click.File("r", encoding="utf-8"))
+def verify(source) -> None:
+    """Check an export (or - for stdin) as `events import` would, without importing it.
+
+    Every line, the chain of hashes, the trailer, and the rules every append keeps (a tool call has one
+    result, starts only once proposed, and so on). Prints ok with what the file holds, or names the
+    first line or seq that is wrong.
+    """
+    sealed = archive.verify(source)
+    if sealed.count == 0:
+        click.echo("ok: no events")
+    else:
+        events_ = "1 event" if sealed.count == 1 else f"{sealed.count} events"
+        click.echo(f"ok: {events_}, seq 1 to {sealed.last_seq}, chain ending in {sealed.last_hash}")
+
+
 @events.command("import")
 @click.argument("source", type=click.File("r", encoding="utf-8"))
 @pass_app
 def import_(app: App, source) -> None:
-    """Load a JSON Lines export (or - for stdin) into an empty store: all of it, or nothing."""
+    """Load a JSON Lines export (or - for stdin) into an empty store: all of it, or nothing.
+
+    A file without the trailer `events export` writes last, or whose lines do not match it, is refused.
+    """
     store = app.store()
     count = store.in_write_transaction(lambda conn: archive.import_into(conn, source))
     click.echo(f"imported {count} events")

@@ -8,7 +8,8 @@ import click
 
 from runtime.cli._app import App, json_option, pass_app
 from runtime.output import echo_json, table
-from store import replay as replaying
+from store import audit, replay as replaying
+from store.mark import committed
 from runtime.errors import RecordingMismatch
 
 
@@ -24,7 +25,8 @@ from runtime.errors import RecordingMismatch
 def replay(app: App, until: int | None, task_id: str | None, recorded: bool, policy: str | None, as_json: bool) -> None:
     """Rebuild every projection from the log into a scratch database and compare with the live one.
 
-    Exits non-zero and names the first difference when they disagree. With --task ID --recorded,
+    Exits non-zero and names the first difference when they disagree, or the first seq where the log
+    is not the one committed (as `agentd db check` finds it). With --task ID --recorded,
     rebuild each of the task's requests with today's code instead, feed it the recorded model output,
     and name the first step whose manifest or outcome differs. With --task ID --policy NAME, show call
     by call what the requests would have held under another context policy.
@@ -82,9 +84,16 @@ def replay(app: App, until: int | None, task_id: str | None, recorded: bool, pol
                 ["ID", "CRON", "FIRED", "LAST FIRE", "STATE"],
             ))
         return
-    with tempfile.TemporaryDirectory(dir=settings.data_dir, prefix="replay-") as scratch:
+    from runtime import disk
+
+    # Beside the data, on its disk; a data directory that cannot be written is replayed in the system's.
+    scratch_root = None if disk.read_only(settings.data_dir) else settings.data_dir
+    with tempfile.TemporaryDirectory(dir=scratch_root, prefix="replay-") as scratch:
+        mark = committed(store.url)
         with store.reading() as conn:
             result = replaying.verify(conn, f"sqlite:///{scratch}/rebuilt.db")
+            # A log cut short folds into projections that agree with it: matching is not the whole story.
+            audit.check_log(conn, mark)
     if as_json:
         echo_json({"events": result.events, "seconds": result.seconds, "match": True})
     else:

@@ -1,0 +1,106 @@
+"""Auditing the database as evidence: SQLite's own integrity check, the chain of hashes over the log,
+the projections' high-water marks against the log, and the log against the mark kept outside it.
+
+Each check names the first seq where the log stops being the one that was committed, in one line.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, func, select
+
+from store import positions
+from store.chain import GENESIS, link
+from store.errors import DatabaseCorrupt, LogDamaged
+from store.log import iter_raw
+from store.mark import Position
+from store.tables import events, notifications, schedules, tasks
+
+
+def check_integrity(conn: Connection) -> None:
+    """SQLite's integrity check over every page of the database (other backends check their own)."""
+    if conn.dialect.name != "sqlite":
+        return
+    problems = [r[0] for r in conn.exec_driver_sql("PRAGMA integrity_check")]
+    if problems != ["ok"]:
+        raise DatabaseCorrupt(f"integrity check failed: {problems[0]}")
+
+
+def check_log(conn: Connection, committed: Position | None) -> None:
+    """Raise LogDamaged naming the first seq where the log is not the one that was committed;
+    `committed` is what the high-water mark held before `conn`'s snapshot began (store.mark.committed)."""
+    for problem in (_chain_problem, _projection_problem, _mark_problem):
+        found = problem(conn, committed)
+        if found is not None:
+            raise LogDamaged(found)
+
+
+def _chain_problem(conn: Connection, committed: Position | None) -> str | None:
+    expected_seq, prev = 1, GENESIS
+    for raw in iter_raw(conn):
+        if raw.seq != expected_seq:
+            return (
+                f"events {expected_seq} to {raw.seq - 1} are missing: the log jumps from seq {expected_seq - 1} "
+                f"to {raw.seq}"
+            )
+        if raw.hash is None:
+            return f"event {raw.seq} has no chain hash: it was written behind agentd's back"
+        prev = link(prev, raw[:-1])
+        if raw.hash != prev:
+            return (
+                f"event {raw.seq}'s hash does not match its content and the event before: the log was changed "
+                "after it was written"
+            )
+        expected_seq += 1
+    return None
+
+
+def _projection_problem(conn: Connection, committed: Position | None) -> str | None:
+    """The projections are written in the transaction of the events they fold, so every seq they record
+    is in the log: a task row names the event it last folded, which must be that task's at that version."""
+    last = positions.last_seq(conn)
+    recorded = max(
+        conn.execute(select(func.coalesce(func.max(c), 0))).scalar_one()
+        for c in (tasks.c.last_seq, notifications.c.seq, schedules.c.added_seq, schedules.c.removed_seq)
+    )
+    if recorded > last:
+        return (
+            f"events {last + 1} to {recorded} are missing: the log ends at seq {last}, but the projections "
+            f"recorded event {recorded}"
+        )
+    folded = events.alias("folded")
+    row = conn.execute(
+        select(tasks.c.task_id, tasks.c.version, tasks.c.last_seq, folded.c.stream_id, folded.c.stream_version)
+        .select_from(tasks.outerjoin(folded, folded.c.seq == tasks.c.last_seq))
+        .where(
+            folded.c.seq.is_(None)
+            | (folded.c.stream_id != tasks.c.task_id)
+            | (folded.c.stream_version != tasks.c.version)
+        )
+        .order_by(tasks.c.last_seq)
+        .limit(1)
+    ).first()
+    if row is None:
+        return None
+    found = "no such event" if row.stream_id is None else f"{row.stream_id} version {row.stream_version}"
+    return (
+        f"event {row.last_seq} is not the one the projections folded: task {row.task_id} records it as its "
+        f"version {row.version}, the log has {found}"
+    )
+
+
+def _mark_problem(conn: Connection, committed: Position | None) -> str | None:
+    if committed is None:
+        return None
+    last, name = positions.last_seq(conn), committed.path.name
+    if committed.seq > last:
+        return (
+            f"events {last + 1} to {committed.seq} are missing: the log ends at seq {last}, but seq {committed.seq} "
+            f"was committed ({name} says so): a -wal cut short, or an older copy of the database "
+            f"(delete {name} to accept it as it is)"
+        )
+    if positions.hash_at(conn, committed.seq) != committed.hash:
+        return (
+            f"event {committed.seq} is not the one committed at that seq ({name} holds another hash): "
+            "the log was cut short and written again"
+        )
+    return None
