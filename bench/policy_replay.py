@@ -79,10 +79,13 @@ CHATTER = [
 ]
 
 
-def lay_out(workspace: Path) -> None:
-    """One log per turn, each full of look-alikes: shard names, four-digit numbers, pool_exhausted."""
+def lay_out(workspace: Path) -> list[str]:
+    """One log per turn, each full of look-alikes: shard names, four-digit numbers, pool_exhausted;
+    and for each the answer an agent that read it would give (varied, as real answers are: 38 copies
+    of one sentence would teach the model to repeat it, which is not what is measured here)."""
     rng = random.Random(3)
     (workspace / "logs").mkdir(parents=True)
+    answers = []
     for turn in range(1, TURNS):
         lines = []
         for j in range(rng.randint(8, 24)):
@@ -93,17 +96,21 @@ def lay_out(workspace: Path) -> None:
                 f"{rng.choice(['pool_exhausted', 'retrying', 'timeout', 'ok'])}"
             )
         (workspace / "logs" / f"turn{turn:02}.log").write_text("\n".join(lines) + "\n")
+        errors = sum(" ERROR " in line for line in lines)
+        slowest = max(lines, key=lambda line: int(line.split("latency_ms=")[1].split()[0]))
+        answers.append(f"turn{turn:02}.log has {len(lines)} lines, {errors} of them errors; the slowest request "
+                       f"was {slowest.split('req=')[1].split()[0]} on {slowest.split('shard=')[1].split()[0]}.")
+    return answers
 
 
 def record(like: LocalModel, folder: Path) -> tuple[EventStore, Runtime, str]:
     """The 39 turns before the probe, recorded under `compact+notes` with the real summarizer and note-taker."""
     workspace = folder / "ws"
-    lay_out(workspace)
+    answers = lay_out(workspace)
     replies = []
     for turn in range(1, TURNS):
         replies += [{"action": "call_tool", "tool": "read_file", "arguments": {"path": f"logs/turn{turn:02}.log"}},
-                    {"action": "final_answer", "answer": f"Turn {turn}: the log shows more retries and timeouts.",
-                     "sources": []}]
+                    {"action": "final_answer", "answer": answers[turn - 1], "sources": []}]
     model = BenchModel(replies, like=like, evaluate=False, n_ctx=like.n_ctx)
     model.decision_prompts = []
     store = EventStore(f"sqlite:///{folder / 'agentd.db'}", synchronous="off")
