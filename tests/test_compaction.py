@@ -32,6 +32,7 @@ from store.events import (
     TaskPhaseChanged,
 )
 from tests.test_agent import answer, call, events, make_runtime, submit
+from tests.test_conversation import tell
 
 SUMMARY = {
     "session_goal": "Read every note.",
@@ -251,3 +252,25 @@ def test_kill_9_during_the_summarizer_call_resumes_with_the_compaction_taken_onc
         assert len({e.call_index for e in compactions}) == len(compactions)
         assert [c.call_index for c in events(store, task_id, ModelCalled)] == list(range(1, 18))
         assert rerun_recorded(rt, task_id).difference is None
+
+
+def test_forty_user_turns_under_compact(store, tmp_path) -> None:
+    """The conversation of tests/test_conversation.py, which outgrows a 6,000-token window under
+    `full`, under `compact`: it summarizes and goes on, and every message of the user's stays verbatim."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    replies = []
+    for n in range(40):
+        (ws / f"part{n}.txt").write_text(" ".join(["word"] * 150))
+        replies += [call("read_file", path=f"part{n}.txt"), answer(f"answer {n}", f"part{n}.txt")]
+    rt = make_runtime(store, Summarizing(replies, [SUMMARY] * 40, n_ctx=6000), tmp_path)
+    task_id = submit(store, ws, conversation=True, policy="compact", max_tokens=10**8)
+    phases = [anyio.run(lambda: run_task(rt, task_id))]
+    for n in range(1, 40):
+        tell(store, task_id, f"message {n}: remember the code Z{n}")
+        phases.append(anyio.run(lambda: run_task(rt, task_id)))
+    assert phases == ["waiting_for_user"] * 40
+    assert events(store, task_id, ContextCompacted), "nothing was compacted, so the test does not reach the window"
+    last = user_turn(rt.model.prompts[-1])
+    assert all(f"message {n}: remember the code Z{n}" in last for n in range(1, 40))
+    assert rerun_recorded(rt, task_id).difference is None

@@ -164,15 +164,30 @@ def test_the_same_cut_shows_the_same_blocks_as_the_history_grows() -> None:
 # -- in the loop -----------------------------------------------------------------------------------
 
 
-def long_task(store, tmp_path, spec: str):
+def long_task(store, tmp_path, spec: str, notes: int = 16):
     ws = tmp_path / f"ws-{spec.replace(':', '-')}"
     ws.mkdir()
-    for i in range(1, 17):
-        (ws / f"n{i:02}.txt").write_text(" ".join(f"note{i}-{j}" for j in range(120)) + "\n")
-    replies = [call("read_file", path=f"n{i:02}.txt") for i in range(1, 17)] + [answer("read them all")]
+    for i in range(1, notes + 1):
+        (ws / f"n{i:03}.txt").write_text(" ".join(f"note{i}-{j}" for j in range(120)) + "\n")
+    replies = [call("read_file", path=f"n{i:03}.txt") for i in range(1, notes + 1)] + [answer("read them all")]
     rt = make_runtime(store, ScriptedModel(replies, n_ctx=6000), tmp_path)
-    task_id = submit(store, ws, goal="Read every note.", policy=spec)
+    task_id = submit(store, ws, goal="Read every note.", policy=spec, max_steps=notes + 5, max_tokens=10**9)
     return rt, task_id
+
+
+def test_a_task_of_150_decisions_runs_past_the_window_under_the_default_policy(store, tmp_path) -> None:
+    rt, task_id = long_task(store, tmp_path, "auto", notes=149)
+    assert anyio.run(lambda: run_task(rt, task_id)) == "completed"
+    calls = events(store, task_id, ModelCalled)
+    assert [c.call_index for c in calls] == list(range(1, 151))
+    # Far past the window (149 results of about 500 tokens in a 6,000-token one), every request fit.
+    assert sum(c.manifest.total_tokens for c in calls) > 20 * 6000
+    assert max(c.prompt_tokens for c in calls) <= calls[-1].manifest.budget
+    trims = events(store, task_id, ContextTrimmed)
+    assert len(trims) >= 10
+    # Cut in a few places, each a recorded rewrite of the prefix, not one at every call.
+    assert [c.call_index for c in calls if c.prefix_break] == [t.call_index for t in trims]
+    assert len(trims) < len(calls) / 3
 
 
 def test_a_long_task_fails_at_the_window_under_full_and_finishes_under_the_default(store, tmp_path) -> None:
