@@ -18,6 +18,11 @@ CONFIG_ENV = "AGENTD_CONFIG"
 DEFAULT_CONFIG_FILE = Path("agentd.toml")
 # Beside the installation that holds the models' wheels, so each virtual environment has its own.
 DEFAULT_MODELS_DIR = Path(sys.prefix) / "share" / "agentd" / "models"
+# A server on this machine takes a connection at once; one that does not within seconds is down or
+# wedged. But a CPU server evaluates a long prompt before it sends the first token, minutes for a big
+# context, so the read timeout (the longest silence allowed) is generous.
+MODEL_CONNECT_TIMEOUT_S = 5.0
+MODEL_READ_TIMEOUT_S = 300.0
 
 
 class Settings(BaseModel):
@@ -42,6 +47,14 @@ class Settings(BaseModel):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     plugins: tuple[Path, ...] = Field((), description="Python files that register tools and profiles")
     model_url: str | None = Field(None, description="OpenAI-compatible completions endpoint instead of the local model")
+    model_connect_timeout_s: float = Field(
+        MODEL_CONNECT_TIMEOUT_S, gt=0,
+        description="how long model_url may take to accept a connection before the call fails",
+    )
+    model_read_timeout_s: float = Field(
+        MODEL_READ_TIMEOUT_S, gt=0,
+        description="how long model_url may send nothing (prompt evaluation included) before the call fails",
+    )
     n_ctx: int | None = Field(None, ge=256, description="context window; default: the model's trained length")
     threads: int | None = Field(None, ge=1, description="llama.cpp threads; default: one per CPU, at most 4")
     kv_cache_mb: int = Field(768, ge=0, description="memory for other tasks' saved KV state (prefix reuse)")

@@ -17,7 +17,7 @@ import pytest
 
 from runtime.inference.http import HttpModel
 from runtime.inference.local import LocalModel, load_model
-from runtime.inference.model import Message, Model
+from runtime.inference.model import ABANDON_GRACE_S, Message, Model
 from runtime.inference.grammar import schema_grammar
 from runtime.inference.model_file import smoke_model_path
 from runtime.errors import ContextOverflow, InferenceError, ModelFileError
@@ -253,6 +253,40 @@ async def test_acomplete_from_concurrent_tasks_is_serialized(model, monkeypatch:
     assert set(results) == {"async-1", "async-2"}
     for completion in results.values():
         assert_valid(completion.text)
+
+
+@pytest.mark.anyio
+async def test_an_abandoned_call_stops_between_batches_and_the_next_one_answers_as_a_fresh_one(
+    model_without_lru,
+) -> None:
+    llm = model_without_lru
+    prompt = llm.render(conversation("abandoned", 60, "Pick an action."))
+    assert llm.count(prompt) > 2 * llm._llama.n_batch, "several batches to stop between"
+    first_batch = threading.Event()
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage == "evaluating" and done > 0:
+            first_batch.set()
+
+    async def ask() -> None:
+        await llm.acomplete(prompt, schema=SCHEMA, max_tokens=16, session="abandoned", progress=progress)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ask)
+        while not first_batch.is_set():
+            await anyio.sleep(0.01)
+        cancelled_at = time.monotonic()
+        tg.cancel_scope.cancel()
+    # The caller waits for the call at most the grace: a batch of the prompt can take longer than
+    # that on a busy machine, and the call stops only once it is evaluated.
+    assert time.monotonic() - cancelled_at < ABANDON_GRACE_S + 1
+    while llm.calling:
+        await anyio.sleep(0.05)
+    again = await llm.acomplete(prompt, schema=SCHEMA, max_tokens=16, session="abandoned")
+    assert 0 < again.stats.cached_tokens < again.stats.prompt_tokens, "what it evaluated before it stopped is reused"
+    llm._llama.reset()
+    fresh = await llm.acomplete(prompt, schema=SCHEMA, max_tokens=16, session="abandoned")
+    assert (again.text, fresh.stats.cached_tokens) == (fresh.text, 0)
 
 
 def free_port() -> int:

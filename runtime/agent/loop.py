@@ -255,7 +255,9 @@ class _Runner:
 
     def _policy(self, trusted: Trusted) -> decide.Policy:
         return decide.Policy(
-            now=trusted.now,
+            # The clock as the decision is judged, not as it began: an approval it requests expires a
+            # TTL after the request, however long the model call before it took.
+            now=datetime.now(UTC),
             approval_ttl=self.rt.approval_ttl,
             policy_version=trusted.profile.version,
             new_approval_id=lambda: f"ap-{secrets.token_hex(4)}",

@@ -54,6 +54,11 @@ class Watch:
                 self._print(f"step {p.step}: {_stage_begins(p)}")
             self._stage = (p.step, p.stage)
 
+    def note(self, text: str) -> None:
+        """A line of the command's own between the decisions' lines (what Ctrl-C is waiting for)."""
+        with self._lock:
+            self._print(text)
+
     def close(self) -> None:
         """Take the status line away, so what is printed next starts on a clean line."""
         with self._lock:

@@ -7,7 +7,7 @@ import click
 from notifications import queue
 from runtime.cli._app import App, json_option, pass_app
 from runtime.output import echo_json, table
-from runtime.errors import NotFound
+from runtime.errors import InvalidCommand, NotFound
 
 
 @click.group()
@@ -52,8 +52,15 @@ def _fate(r: queue.Listed) -> str:
 def send(app: App, task_id: str, text: str, kind: str) -> None:
     """Tell a task something from the operator; it reaches the task's next request, once."""
     store = app.store()
-    if store.task(task_id) is None:
+    state = store.task(task_id)
+    if state is None:
         raise NotFound(f"no task {task_id!r}")
+    if state.phase.finished:
+        # It would wait forever and count in the queue's depth: a finished task makes no more requests
+        # (a follow-up with `agentd task say` is a message of the user's, not a notification).
+        raise InvalidCommand(
+            f"task {task_id} is {state.phase.value}: it takes no more requests, so a notification would never reach one"
+        )
     seq = queue.enqueue(store, queue.new_notification(source="operator", kind=kind, tasks=[task_id], text=text),
                         actor="operator")
     click.echo(f"enqueued as event {seq}")

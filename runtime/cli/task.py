@@ -31,8 +31,15 @@ def task() -> None:
 CONTEXT_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 
-class _BadPair(click.BadParameter):
-    """A usage error (exit 2) said in agentd's one line, not click's usage block."""
+class _BadValue(click.BadParameter):
+    """A bad option value (exit 2) said in agentd's one line, not click's usage block."""
+
+    def show(self, file=None) -> None:
+        click.echo(f"agentd: {self.format_message()}", err=True)
+
+
+class _Usage(click.UsageError):
+    """Options that do not go together (exit 2), said in agentd's one line."""
 
     def show(self, file=None) -> None:
         click.echo(f"agentd: {self.format_message()}", err=True)
@@ -43,10 +50,10 @@ def _context_pairs(ctx: click.Context, param: click.Parameter, pairs: tuple[str,
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not CONTEXT_KEY.fullmatch(key) or not value:
-            raise _BadPair(f"{pair!r} is not KEY=VALUE (a key of letters, digits, _ . -, and a value)",
-                           param_hint="'--context'")
+            raise _BadValue(f"{pair!r} is not KEY=VALUE (a key of letters, digits, _ . -, and a value)",
+                            param_hint="'--context'")
         if key in context:
-            raise _BadPair(f"{key!r} is given twice", param_hint="'--context'")
+            raise _BadValue(f"{key!r} is given twice", param_hint="'--context'")
         context[key] = value
     return context
 
@@ -109,8 +116,20 @@ def submit(
         click.echo(task_id)
 
 
+def _known_phase(ctx: click.Context, param: click.Parameter, phase: str | None) -> str | None:
+    if phase is None:
+        return None
+    # Only when a phase is given: `task list` alone reads one table and loads no event classes.
+    from store.events import TaskPhase
+
+    known = [p.value for p in TaskPhase]
+    if phase not in known:
+        raise _BadValue(f"{phase!r} is not a phase: {', '.join(known)}", param_hint="'--phase'")
+    return phase
+
+
 @task.command("list")
-@click.option("--phase", help="Only tasks in this phase.")
+@click.option("--phase", callback=_known_phase, help="Only tasks in this phase.")
 @json_option
 @pass_app
 def list_(app: App, phase: str | None, as_json: bool) -> None:
@@ -144,6 +163,10 @@ def show(
     as_json: bool,
 ) -> None:
     """Show one task: state, completed actions, approvals and artifacts; or its calls and manifests."""
+    if prompt and manifest_n is None:
+        # Not implied: a task has many calls, and guessing which one's prompt to print would print the
+        # wrong one as often as not.
+        raise _Usage("--prompt needs --manifest N: the call whose prompt to print")
     from store.events import ModelCalled
 
     store = app.store()
@@ -409,25 +432,37 @@ def run(ctx: click.Context, app: App, task_id: str, max_decisions: int | None) -
 
     Each decision is shown on stderr as it happens; the task's phase and outcome go to stdout. Exits 1
     when the task failed, was cancelled or escalated, 0 when it answered or waits for an approval.
+    Ctrl-C stops it (exit 130) once the model call in flight has stopped, a second Ctrl-C at once; the
+    task goes on from its log at the next `agentd task run` or `agentd serve`. Refused while a daemon
+    serves the data directory: it runs the task itself.
     """
-    import anyio
-
-    from runtime.agent.loop import run_task
+    from runtime.cli._foreground import INTERRUPTED_EXIT, run_in_foreground
     from runtime.cli._watch import Watch
+    from runtime.daemon.lock import RunLock
     from runtime.daemon.wiring import open_runtime
+    from runtime.errors import InstanceLocked
     from store.events import TaskPhase
 
+    settings = app.settings()
     store = app.store()
     if store.task(task_id) is None:
         raise NotFound(f"no task {task_id!r}")
-    runtime = open_runtime(app.settings(), store)
-    watch = runtime.progress = Watch(sys.stderr)
+    lock = RunLock(settings.data_dir)
     try:
-        phase = anyio.run(lambda: run_task(runtime, task_id, max_decisions=max_decisions))
+        lock.acquire()
+    except InstanceLocked as e:
+        raise InstanceLocked(f"{e}: follow this one with `agentd task show {task_id}`, or stop it first") from None
+    try:
+        runtime = open_runtime(settings, store)
+        watch = runtime.progress = Watch(sys.stderr)
+        phase = run_in_foreground(runtime, task_id, max_decisions, watch)
     finally:
-        watch.close()
-        # Background jobs live as long as this process; the daemon is where they can outlive a turn.
-        runtime.jobs.close()
+        lock.release()
+    if phase is None:
+        state = store.task(task_id)
+        click.echo(f"{task_id} {state.summary.phase if state else 'unknown'}")
+        click.echo(f"interrupted (agentd task run {task_id} goes on)")
+        ctx.exit(INTERRUPTED_EXIT)
     click.echo(f"{task_id} {phase}")
     records = store.read_stream(task_id)
     outcome = _outcome(records)

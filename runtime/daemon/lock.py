@@ -22,8 +22,13 @@ class InstanceLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").split("\n")[0].strip() or "unknown"
+            holder = _pid_written(fd)
             os.close(fd)
+            if not holder:
+                # Only a RunLock holds the file without a pid in it.
+                raise InstanceLocked(
+                    f"an `agentd task run` is running tasks in {self.path.parent}; let it finish or stop it first"
+                ) from None
             raise InstanceLocked(
                 f"another agentd (pid {holder}) is already serving {self.path.parent}; stop it first"
             ) from None
@@ -49,6 +54,39 @@ class InstanceLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+class RunLock:
+    """Held by `agentd task run` while it runs a task: a shared lock on the daemon's pid file, so runs
+    in the foreground go side by side, but none starts while a daemon serves the data directory (which
+    would run the same task at the same time) and no daemon starts while one runs."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / "agentd.pid"
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDONLY | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _pid_written(fd) or "unknown"
+            os.close(fd)
+            raise InstanceLocked(
+                f"an agentd (pid {holder}) serves {self.path.parent} and runs its tasks itself"
+            ) from None
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _pid_written(fd: int) -> str:
+    """The pid the serving agentd wrote into the file, or "" when it wrote none."""
+    return os.pread(fd, 32, 0).decode(errors="replace").split("\n")[0].strip()
 
 
 def holder_pid(data_dir: Path) -> int | None:

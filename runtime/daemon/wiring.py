@@ -23,7 +23,10 @@ def open_model(settings: Settings) -> Model:
     path = resolve_model(settings.model, settings.models_dir)
     if settings.model_url:
         # The endpoint runs the model; the local GGUF only lends its chat template and name.
-        return HttpModel(settings.model_url, template_from=path, n_ctx=settings.n_ctx)
+        return HttpModel(
+            settings.model_url, template_from=path, n_ctx=settings.n_ctx,
+            connect_timeout_s=settings.model_connect_timeout_s, read_timeout_s=settings.model_read_timeout_s,
+        )
     threads = settings.threads or min(4, os.cpu_count() or 1)
     return LocalModel(path, settings.n_ctx, kv_cache_bytes=settings.kv_cache_mb * 2**20, n_threads=threads)
 

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import functools
+import http.client
 import json
+import socket
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 
+from runtime.config import MODEL_CONNECT_TIMEOUT_S, MODEL_READ_TIMEOUT_S
 from runtime.errors import InferenceError
 from runtime.inference.grammar import schema_grammar
 from runtime.inference.model import (
@@ -21,11 +25,11 @@ from runtime.inference.model import (
     Message,
     ProgressFn,
     Serialized,
+    abandonment,
     check_fits,
     throttled,
 )
 from runtime.inference.template import ChatTemplate, template_of_file
-
 
 class EndpointError(InferenceError):
     """An HTTP model endpoint failed; `status` is its HTTP status code when it answered at all."""
@@ -33,6 +37,60 @@ class EndpointError(InferenceError):
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+
+class _NoConnection(TimeoutError):
+    """The server did not take the connection within the connect timeout."""
+
+
+class _Timed:
+    """An HTTP connection with two timeouts: urlopen's `timeout` for connecting, then `read_timeout_s`
+    for every wait on the server. A call its caller abandons has its socket shut down, which ends a
+    read that is waiting for the server at once."""
+
+    sock: socket.socket
+
+    def __init__(self, *args: Any, read_timeout_s: float, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.read_timeout_s = read_timeout_s
+
+    def connect(self) -> None:
+        try:
+            super().connect()  # type: ignore[misc]
+        except TimeoutError as e:
+            raise _NoConnection(str(e)) from None
+        self.sock.settimeout(self.read_timeout_s)
+        abandon = abandonment()
+        if abandon is not None:
+            sock = self.sock
+            abandon.on_set(lambda: sock.shutdown(socket.SHUT_RDWR))
+
+
+class _TimedHTTP(_Timed, http.client.HTTPConnection):
+    pass
+
+
+class _TimedHTTPS(_Timed, http.client.HTTPSConnection):
+    pass
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, read_timeout_s: float) -> None:
+        super().__init__()
+        self._read_timeout_s = read_timeout_s
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(functools.partial(_TimedHTTP, read_timeout_s=self._read_timeout_s), req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, read_timeout_s: float) -> None:
+        super().__init__()
+        self._read_timeout_s = read_timeout_s
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        connection = functools.partial(_TimedHTTPS, read_timeout_s=self._read_timeout_s)
+        return self.do_open(connection, req, context=self._context)
 
 
 class HttpModel(Serialized):
@@ -49,6 +107,8 @@ class HttpModel(Serialized):
     keeps its own prompt cache.
     """
 
+    stops_at_once = True  # an abandoned call's socket is shut down
+
     def __init__(
         self,
         base_url: str,
@@ -57,12 +117,15 @@ class HttpModel(Serialized):
         n_ctx: int | None = None,
         model: str | None = None,
         api_key: str | None = None,
-        timeout_s: float = 600.0,
+        connect_timeout_s: float = MODEL_CONNECT_TIMEOUT_S,
+        read_timeout_s: float = MODEL_READ_TIMEOUT_S,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._model = model
         self._api_key = api_key
-        self._timeout_s = timeout_s
+        self._connect_timeout_s = connect_timeout_s
+        self._read_timeout_s = read_timeout_s
+        self._opener = urllib.request.build_opener(_HTTPHandler(read_timeout_s), _HTTPSHandler(read_timeout_s))
         self._limiter = anyio.CapacityLimiter(1)
         self._tokenize_route: str | None = None
         props = self._props()
@@ -193,7 +256,7 @@ class HttpModel(Serialized):
             try:
                 return json.loads(response.read())
             except (OSError, ValueError) as e:
-                raise EndpointError(f"{self.base_url}{route} sent no readable answer: {e}") from None
+                self._failed(route, e, "sent no readable answer")
 
     def _stream(self, route: str, body: dict) -> Iterator[dict]:
         """The JSON events of a server-sent event stream, until `[DONE]` or the end of the body."""
@@ -211,7 +274,9 @@ class HttpModel(Serialized):
                         raise EndpointError(f"{self.base_url}{route} failed: {event['error']}")
                     yield event
             except (OSError, ValueError) as e:
-                raise EndpointError(f"{self.base_url}{route} broke off its answer: {e}") from None
+                self._failed(route, e, "broke off its answer")
+            # The end of the body ends a stream, and so does the shutdown of an abandoned call's socket.
+            _check_abandoned()
 
     def _open(self, method: str, route: str, body: dict | None):
         url = self.base_url + route
@@ -221,9 +286,30 @@ class HttpModel(Serialized):
         data = json.dumps(body).encode("utf-8") if body is not None else None
         request = urllib.request.Request(url, data=data, headers=headers, method=method)
         try:
-            return urllib.request.urlopen(request, timeout=self._timeout_s)
+            return self._opener.open(request, timeout=self._connect_timeout_s)
         except urllib.error.HTTPError as e:
             detail = e.read().decode("utf-8", errors="replace")[:300]
             raise EndpointError(f"{url} answered {e.code}: {detail}", status=e.code) from None
         except (urllib.error.URLError, OSError) as e:
-            raise EndpointError(f"{url} did not respond: {getattr(e, 'reason', e)}") from None
+            self._failed(route, e, "did not respond")
+
+    def _failed(self, route: str, error: Exception, what: str) -> NoReturn:
+        """Raise the reason a request to `route` failed: abandoned, a timeout with its setting, or `what`."""
+        _check_abandoned()
+        reason = error.reason if isinstance(error, urllib.error.URLError) else error
+        url = self.base_url + route
+        if isinstance(reason, _NoConnection):
+            raise EndpointError(
+                f"{url} did not take a connection within {self._connect_timeout_s:g} s (model_connect_timeout_s)"
+            ) from None
+        if isinstance(reason, TimeoutError):
+            raise EndpointError(
+                f"{url} sent nothing for {self._read_timeout_s:g} s (model_read_timeout_s)"
+            ) from None
+        raise EndpointError(f"{url} {what}: {reason}") from None
+
+
+def _check_abandoned() -> None:
+    abandon = abandonment()
+    if abandon is not None:
+        abandon.check()

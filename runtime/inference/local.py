@@ -24,6 +24,7 @@ from runtime.inference.model import (
     ProgressFn,
     Serialized,
     Throttled,
+    abandonment,
     check_fits,
     throttled,
 )
@@ -228,7 +229,11 @@ class LocalModel(Serialized):
             llama.reset()
         else:
             llama.n_tokens = cached  # eval() drops the KV cells from here on before decoding
+        abandon = abandonment()
         for start in range(cached, total, llama.n_batch):
+            if abandon is not None:
+                # Between batches the context holds a prefix of the prompt, which the next call reuses.
+                abandon.check()
             llama.eval(tokens[start : start + llama.n_batch])
             done = min(start + llama.n_batch, total)
             report("evaluating", done, total, last=done == total)
@@ -248,9 +253,12 @@ class LocalModel(Serialized):
         answer: list[int] = []
         first_at: float | None = None
         finish_reason = "length"
+        abandon = abandonment()
         stream = llama.generate(tokens, temp=0.0, repeat_penalty=1.0, grammar=grammar)
         with closing(stream):
             for token in stream:
+                if abandon is not None:
+                    abandon.check()
                 if first_at is None:
                     first_at = time.perf_counter()
                 if llama_cpp.llama_vocab_is_eog(vocab, token):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -23,6 +25,10 @@ ProgressFn = Callable[[str, int, int], None]
 SEED = 20251
 # Progress reports are for people watching; more than about ten a second is noise that costs a redraw each.
 PROGRESS_INTERVAL_S = 0.1
+# How long a cancelled caller waits for an abandoned call to stop. An HTTP call stops at once; llama.cpp
+# at the end of the batch of the prompt it is evaluating: 512 tokens of the smoke model took 6-10 s on
+# this 2-core machine while other work ran. Past the grace the caller goes on and the call stops later.
+ABANDON_GRACE_S = 5.0
 
 log = logs.get_logger("agentd.inference")
 
@@ -95,14 +101,75 @@ class Model(Protocol):
     def stats(self) -> dict[str, Any]: ...
 
 
+class CallAbandoned(InferenceError):
+    """The caller gave up on the model call (agentd is stopping); nothing it produced is kept."""
+
+
+class Abandonment:
+    """Set when the caller of a model call gives up on it. The call stops at its next chance: an HTTP
+    request at once (its socket is shut down by a hook), llama.cpp between two batches or tokens."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._set = False
+        self._hooks: list[Callable[[], None]] = []
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def check(self) -> None:
+        if self._set:
+            raise CallAbandoned("the model call was abandoned: agentd is stopping")
+
+    def on_set(self, hook: Callable[[], None]) -> None:
+        """Run `hook` when the call is abandoned, or now if it already was."""
+        with self._lock:
+            if not self._set:
+                self._hooks.append(hook)
+                return
+        hook()
+
+    def set(self) -> None:
+        with self._lock:
+            self._set = True
+            hooks, self._hooks = self._hooks, []
+        for hook in hooks:
+            try:
+                hook()
+            except OSError:
+                pass  # the socket closed by itself meanwhile
+
+
+# The running call's abandonment: set by `Serialized.acomplete`, seen by `complete` in its worker thread
+# (anyio runs it in a copy of the caller's context). None for a call made directly.
+_abandonment: ContextVar[Abandonment | None] = ContextVar("agentd_model_call", default=None)
+
+
+def abandonment() -> Abandonment | None:
+    """The running model call's abandonment, if its caller can give up on it."""
+    return _abandonment.get()
+
+
 class Serialized:
     """`acomplete` for a model whose `complete` blocks: one call at a time, in a worker thread.
 
     One llama.cpp context cannot run two completions at once, and an HTTP endpoint serving one model
-    does no better; callers queue on the limiter instead.
+    does no better; callers queue on the limiter instead. A cancelled caller (agentd stopping, Ctrl-C)
+    abandons its call rather than waiting for it to end: the call is told to stop, and the caller waits
+    at most ABANDON_GRACE_S for it before going on with its cancellation.
     """
 
     _limiter: anyio.CapacityLimiter
+    # Whether an abandoned call stops at once, or only at its next chance (llama.cpp: the batch it evaluates).
+    stops_at_once = False
+    # Worker threads in a call of this model, abandoned ones that have not stopped yet included.
+    _threads = 0
+    _threads_lock = threading.Lock()
+
+    @property
+    def calling(self) -> bool:
+        """Whether a call holds the model, or one its caller gave up on still runs."""
+        return self._limiter.borrowed_tokens > 0 or self._threads > 0
 
     async def acomplete(
         self,
@@ -113,12 +180,50 @@ class Serialized:
         session: str | None = None,
         progress: ProgressFn | None = None,
     ) -> Completion:
-        # Not abandon_on_cancel: a cancelled caller waits for the thread, so the limiter is never released
-        # while the call still runs.
+        abandon = Abandonment()
+        if progress is not None:
+            watched = progress
+
+            def progress(stage: str, done: int, total: int) -> None:
+                # The decision an abandoned call was part of is over: nobody is watching its progress.
+                if not abandon.is_set():
+                    watched(stage, done, total)
+
         call = functools.partial(
             self.complete, prompt, schema=schema, max_tokens=max_tokens, session=session, progress=progress
         )
-        return await anyio.to_thread.run_sync(call, limiter=self._limiter)
+        started, ended = threading.Event(), threading.Event()
+
+        def run() -> Completion:
+            with self._threads_lock:
+                self._threads += 1
+            started.set()
+            try:
+                abandon.check()  # given up on just as a worker thread picked it up
+                return call()
+            finally:
+                ended.set()
+                with self._threads_lock:
+                    self._threads -= 1
+
+        # The limiter is held here, not by the worker thread: a thread the caller gave up on keeps it
+        # until it has stopped or the grace is over. LocalModel's own lock still keeps a second call off
+        # the context when the grace runs out first.
+        async with self._limiter:
+            token = _abandonment.set(abandon)
+            try:
+                return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+            except anyio.get_cancelled_exc_class():
+                abandon.set()
+                # A call cancelled before a worker thread took it never runs at all.
+                with anyio.CancelScope(shield=True), anyio.move_on_after(ABANDON_GRACE_S):
+                    while started.is_set() and not ended.is_set():
+                        await anyio.sleep(0.02)
+                if started.is_set() and not ended.is_set():
+                    log.warning("abandoned model call still running", grace_s=ABANDON_GRACE_S)
+                raise
+            finally:
+                _abandonment.reset(token)
 
 
 def check_fits(prompt_tokens: int, max_tokens: int, n_ctx: int, name: str) -> None:

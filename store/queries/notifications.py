@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, func, select
 
-from store.tables import notification_targets as targets, notifications
+from store.tables import notification_targets as targets, notifications, tasks
 
 
 
@@ -75,8 +75,13 @@ def listing(conn: Connection, task_id: str | None = None, limit: int | None = No
 
 
 def depth(conn: Connection) -> int:
-    """Notifications waiting for some task's next request."""
-    return conn.execute(select(func.count()).select_from(targets).where(targets.c.admitted_call.is_(None))).scalar_one()
+    """Notifications waiting for some task's next request; those of a finished task, which makes none
+    (unless a message of the user's takes it up again), do not wait."""
+    return conn.execute(
+        select(func.count())
+        .select_from(targets.join(tasks, tasks.c.task_id == targets.c.task_id))
+        .where(targets.c.admitted_call.is_(None), tasks.c.finished_at.is_(None))
+    ).scalar_one()
 
 
 def dedupe_keys(conn: Connection, source: str) -> set[str | None]:
