@@ -189,6 +189,10 @@ def test_a_crash_during_the_summarizer_call_resumes_with_the_compaction_taken_on
     crashed_at = events(store, task_id, ModelCalled)[-1].call_index + 1
     assert not events(store, task_id, ContextCompacted)
     # The next start takes the step again from the log: one summarizer call, one compaction, once.
+    resumes_with_one_compaction_at(store, rt, task_id, crashed_at)
+
+
+def resumes_with_one_compaction_at(store, rt, task_id: str, crashed_at: int) -> None:
     assert anyio.run(lambda: run_task(rt, task_id)) == "completed"
     compactions = events(store, task_id, ContextCompacted)
     assert compactions[0].call_index == crashed_at
@@ -246,12 +250,7 @@ def test_kill_9_during_the_summarizer_call_resumes_with_the_compaction_taken_onc
         crashed_at = events(store, task_id, ModelCalled)[-1].call_index + 1
         replies = [call("read_file", path=f"n{i:02}.txt") for i in range(1, 17)] + [answer("read them all")]
         rt = make_runtime(store, Summarizing(replies[crashed_at - 1:], [SUMMARY] * 6, n_ctx=6000), tmp_path)
-        assert anyio.run(lambda: run_task(rt, task_id)) == "completed"
-        compactions = events(store, task_id, ContextCompacted)
-        assert compactions[0].call_index == crashed_at
-        assert len({e.call_index for e in compactions}) == len(compactions)
-        assert [c.call_index for c in events(store, task_id, ModelCalled)] == list(range(1, 18))
-        assert rerun_recorded(rt, task_id).difference is None
+        resumes_with_one_compaction_at(store, rt, task_id, crashed_at)
 
 
 def test_forty_user_turns_under_compact(store, tmp_path) -> None:
