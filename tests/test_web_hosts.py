@@ -128,3 +128,18 @@ def test_a_served_page_refuses_a_rebound_host_and_still_answers_the_start_health
         assert rebound.status_code == 421
         stolen = httpx.get(f"http://127.0.0.1:{port}/?token={token}", headers=on(f"{REBOUND}:{port}"), timeout=5)
         assert stolen.status_code == 421 and "set-cookie" not in stolen.headers
+
+
+
+def test_the_pages_own_form_posting_origin_null_under_its_no_referrer_policy_is_recorded(
+    app, store, token, waiting
+) -> None:
+    """Chromium sends `Origin: null` on a same-origin form POST when the page's Referrer-Policy is
+    no-referrer (as agentd's is); Sec-Fetch-Site then says where the form came from."""
+    _, approval_id = waiting
+    client = login(app, token)
+    client.headers.update({"origin": "null", "sec-fetch-site": "cross-site"})
+    assert decide(client, approval_id, "approve").status_code == 403
+    client.headers.update({"sec-fetch-site": "same-origin"})
+    assert decide(client, approval_id, "approve").status_code == 303
+    assert status_of(store, approval_id) == "granted"

@@ -98,10 +98,14 @@ def same_origin(headers: Headers, host: str) -> bool:
     """Whether a browser says the request comes from the page at `host`; a client that is no browser
     says nothing, and the session's CSRF token is what stops it."""
     origin = headers.get("origin")
-    if origin is not None:
-        parsed = urllib.parse.urlsplit(origin)
-        # "null" (a sandboxed frame, a file:// page) parses to no scheme and fails here.
-        return parsed.scheme in ("http", "https") and parsed.netloc.lower() == host.strip().lower()
     fetch_site = headers.get("sec-fetch-site")
+    if origin is not None and origin.strip().lower() != "null":
+        parsed = urllib.parse.urlsplit(origin)
+        return parsed.scheme in ("http", "https") and parsed.netloc.lower() == host.strip().lower()
+    if origin is not None:
+        # "null": the page's own forms send it too, since the page's Referrer-Policy is no-referrer
+        # (the Fetch standard serializes the origin of such a POST as null). Sec-Fetch-Site, which no
+        # referrer policy changes, then tells the page's own form from a sandboxed frame or a file.
+        return fetch_site is not None and fetch_site.lower() in SAME_SITE_FETCHES
     return fetch_site is None or fetch_site.lower() in SAME_SITE_FETCHES
 
