@@ -22,6 +22,7 @@ rate. Figures only, no assertions.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import sys
@@ -151,6 +152,8 @@ def control_records(records, question: str):
 
 def ask(rt: Runtime, like: LocalModel, trusted: Trusted, records, spec: str, session: str) -> tuple[int, str]:
     """The request under `spec` for the decision after the probe, and the model's answer to it."""
+    # The task as if submitted under `spec`: the policy a request is built under is the task's own.
+    trusted = dataclasses.replace(trusted, submitted=trusted.submitted.model_copy(update={"policy": spec}))
     view = TaskView.of(history_under(records, spec))
     call_index = view.transcript.calls + 1
     request, schema, _ = request_for(rt, trusted, view, call_index, 1, "final_step", store_prompt=False)
