@@ -66,7 +66,8 @@ def _context_pairs(ctx: click.Context, param: click.Parameter, pairs: tuple[str,
 @click.option(
     "--policy", metavar="POLICY",
     help="Which of the task's history each request shows: auto, compact, full, window:K, elide_tool_results:K "
-    "or user_verbatim:K (default: the profile's, else the context_policy setting, auto unless set).",
+    "or user_verbatim:K, each optionally +notes or +pinned_tail (default: the profile's, else the "
+    "context_policy setting, auto unless set).",
 )
 @click.option(
     "--context", "context", multiple=True, metavar="KEY=VALUE", callback=_context_pairs,
