@@ -76,7 +76,7 @@ class BenchModel(ScriptedModel):
     def complete(self, prompt, *, schema, max_tokens, session=None, progress=None):
         if schema not in (compaction.SCHEMA, notes.SCHEMA):
             self.decision_prompts.append(prompt)
-        elif self.like is not None:
+        elif self.like is not None and self.evaluate:
             return self.like.complete(prompt, schema=schema, max_tokens=max_tokens, session=session)
         else:
             self.replies.insert(0, json.dumps(GENERIC_SUMMARY) if schema == compaction.SCHEMA else stand_in_note(prompt))
@@ -105,14 +105,14 @@ def lay_out(workspace: Path, decisions: int) -> list[str]:
     return names
 
 
-def run_policy(spec: str, decisions: int, n_ctx: int, like: LocalModel | None, root: Path) -> dict:
+def run_policy(spec: str, decisions: int, n_ctx: int, like: LocalModel | None, root: Path, evaluate: bool) -> dict:
     folder = root / spec.replace(":", "-")
     workspace = folder / "ws"
     workspace.mkdir(parents=True)
     names = lay_out(workspace, decisions)
     replies = [{"action": "call_tool", "tool": "read_file", "arguments": {"path": n}} for n in names]
     replies.append({"action": "final_answer", "answer": "Read them all.", "sources": []})
-    model = BenchModel(replies, like=like, evaluate=like is not None, n_ctx=n_ctx)
+    model = BenchModel(replies, like=like, evaluate=like is not None and evaluate, n_ctx=n_ctx)
     model.decision_prompts = []
     with EventStore(f"sqlite:///{folder / 'agentd.db'}", synchronous="off") as store:
         loaded = load([])
@@ -180,6 +180,9 @@ def main() -> None:
     parser.add_argument("--n-ctx", type=int, default=8192)
     parser.add_argument("--policy", action="append", help="a policy to run (repeatable; default: all)")
     parser.add_argument("--model", help="a known model name or GGUF path: real prompts, reuse and summaries")
+    parser.add_argument("--count-only", action="store_true",
+                        help="with --model: its template and tokenizer only; reuse as llama.cpp would find it, "
+                        "the summarizer and note-taker scripted (minutes, where evaluating is hours on 2 cores)")
     args = parser.parse_args()
     like = None
     if args.model:
@@ -188,8 +191,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="policy-bench-") as tmp:
         for spec in args.policy or POLICIES:
             print(f"running {spec} ...", file=sys.stderr, flush=True)
-            rows.append(run_policy(spec, args.decisions, args.n_ctx, like, Path(tmp)))
-    counted = f"the model {args.model}" if args.model else "a stand-in tokenizer (no model)"
+            rows.append(run_policy(spec, args.decisions, args.n_ctx, like, Path(tmp), not args.count_only))
+    counted = (f"the model {args.model}" + (" (template and tokenizer only)" if args.count_only else "")
+               if args.model else "a stand-in tokenizer (no model)")
     print(f"{args.decisions} decisions, n_ctx {args.n_ctx}, counted with {counted}\n")
     head = ["POLICY", "DONE", "BILLED", "EVALUATED", "EVAL/ADDED", "LARGEST", "COMPACTIONS", "NOTES",
             "THEIR TOKENS", "REUSE", "SECONDS", "RULE", "FACT", "FILE ID"]
