@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from runtime.agent import compaction, goal as goal_text
+from runtime.agent.goal import message_turn
 from runtime.agent.blocks import Block, join, neutralize, step_calls
 from runtime.inference.model import Message
 from runtime.errors import ContextOverflow
@@ -189,15 +190,6 @@ class Transcript:
     def turn_calls(self) -> int:
         """The model calls made for the latest user message."""
         return self.calls - self.turn_start
-
-
-def message_turn(label: str) -> int:
-    """The turn of a user message from its block's label: `request` is the goal, `request:N` the N-th."""
-    return int(label.partition(":")[2] or 1)
-
-
-def message_label(turn: int) -> str:
-    return "request" if turn == 1 else f"request:{turn}"
 
 
 @dataclass

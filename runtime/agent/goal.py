@@ -30,7 +30,7 @@ def blocks(goal: str, turn: int = 1) -> list[Block]:
     is a request of its own (`request:2`, its pasted parts `pasted:2.1`, ...), rendered the same way.
     """
     pasted: list[str] = []
-    label, part = ("request", "pasted:") if turn == 1 else (f"request:{turn}", f"pasted:{turn}.")
+    label, part = message_label(turn), ("pasted:" if turn == 1 else f"pasted:{turn}.")
 
     def cut(m: re.Match) -> str:
         text = m.group("fenced") if m.group("fence") else _QUOTE_MARK.sub("", m.group("quoted"))
@@ -45,3 +45,13 @@ def blocks(goal: str, turn: int = 1) -> list[Block]:
         for n, text in enumerate(pasted, start=1)
     ]
     return out
+
+
+def message_label(turn: int) -> str:
+    """The label of a user message's block: `request` for the goal, `request:N` for the N-th message."""
+    return "request" if turn == 1 else f"request:{turn}"
+
+
+def message_turn(label: str) -> int:
+    """The turn a user message's label names: the inverse of message_label."""
+    return int(label.partition(":")[2] or 1)

@@ -31,7 +31,7 @@ import anyio
 
 from notifications import queue
 from runtime.skills import activation
-from runtime.agent import compaction, context, decide, knowledge, notes, proposal
+from runtime.agent import compaction, context, decide, goal, knowledge, notes, proposal
 from runtime.agent import policy as policy_
 from runtime.agent.decide import arguments_hash  # noqa: F401  the page checks approvals with it
 from runtime.agent.view import TaskView
@@ -487,7 +487,7 @@ class _Runner:
             if error:
                 log.warning("note not taken", task_id=self.task_id, turn=turn, error=error)
             await self._append(NoteTaken(
-                call_index=call_index, message=context.message_label(turn), message_seq=seq, note=note,
+                call_index=call_index, message=goal.message_label(turn), message_seq=seq, note=note,
                 model=self.rt.model.name, prompt_ref=self.rt.artifacts.put(prompt.encode()),
                 prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(), prompt_tokens=used[0],
                 completion_tokens=used[1], output=output, error=error,

@@ -15,7 +15,7 @@ from datetime import datetime
 
 from runtime.agent import compaction, decide, loop as agent, notes, proposal
 from runtime.agent import policy as policy_
-from runtime.agent.context import message_turn
+from runtime.agent.goal import message_turn
 from runtime.agent.loop import Runtime, Trusted
 from runtime.agent.view import TaskView
 from runtime.errors import ContextOverflow
