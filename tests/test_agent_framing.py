@@ -85,9 +85,8 @@ def options(schema: dict) -> dict[str, dict]:
 
 
 def test_an_answer_citing_a_tool_result_it_was_shown_is_accepted(store, workspace, tmp_path) -> None:
-    rt = runtime(store, tmp_path, [call("list_files", path="."),
-                                          answer("There are 3 files: README.md, data.csv and notes.txt.", "result:c1")])
-    task_id = submit(store, workspace, "How many files are in the workspace?")
+    rt = runtime(store, tmp_path, [call("read_file", path="notes.txt"), answer("It is on March 3.", "result:c1")])
+    task_id = submit(store, workspace, "When is the release? It says in notes.txt.")
     assert run(rt, task_id) == "completed"
     assert events(store, task_id, ProposalRejected) == []
     assert events(store, task_id, AnswerGiven)[0].sources == ("result:c1",)
@@ -127,12 +126,12 @@ def test_evidence_is_shown_under_the_cite_the_runbook_and_skill_use(store, tmp_p
 def test_after_a_refused_answer_a_repeated_call_is_not_the_end_of_the_task(store, workspace, tmp_path) -> None:
     """The old loop failed here: a refused answer, then a retry repeating an earlier call, refused too."""
     rt = runtime(store, tmp_path, [
-        call("list_files", path="."),
-        answer("3 files", "files.txt"),  # a source never shown (a grammar-less endpoint could send it)
-        call("list_files", path="."),  # the same call again: refused as already made
-        answer("There are 3 files.", "result:c1"),
+        call("read_file", path="notes.txt"),
+        answer("March 3", "files.txt"),  # a source never shown (a grammar-less endpoint could send it)
+        call("read_file", path="notes.txt"),  # the same call again: refused as already made
+        answer("The release is on March 3.", "result:c1"),
     ])
-    task_id = submit(store, workspace, "How many files are in the workspace?")
+    task_id = submit(store, workspace, "When is the release? It says in notes.txt.")
     assert run(rt, task_id) == "completed"
     assert [r.attempt for r in events(store, task_id, ProposalRejected)] == [1, 2]
     # The last try of the step could only answer, and was told so.
@@ -177,13 +176,14 @@ def test_after_making_a_change_again_the_retry_offers_looking_and_answering_not_
 ) -> None:
     """Seen on the default model: an edit that had succeeded, asked for again, then the file written over."""
     rt = runtime(store, tmp_path, [
+        call("read_file", path="notes.txt"),
         call("edit_file", path="notes.txt", old="March 3", new="March 4"),
         call("edit_file", path="notes.txt", old="March 3", new="March 4"),
-        answer("Moved to March 4.", "result:c1"),
+        answer("Moved to March 4.", "result:c2"),
     ])
     task_id = submit(store, workspace, "Move the release to March 4 in notes.txt.", allowed_effects=("read", "write"))
     assert run(rt, task_id) == "completed"
-    retry = options(rt.model.schemas[2])
+    retry = options(rt.model.schemas[3])
     assert "final_answer" in retry and "call_tool:read_file" in retry
     assert not {"call_tool:edit_file", "call_tool:write_file", "call_tool:append_file"} & set(retry)
 
@@ -377,12 +377,12 @@ def test_after_a_repeated_call_the_retry_offers_only_tools_not_used_yet(store, w
     never the write_file the task needed, until the last try could only answer."""
     rt = runtime(store, tmp_path, [
         call("read_file", path="notes.txt"),
-        call("list_files", path="."),
+        call("read_file", path="README.md"),
         call("read_file", path="notes.txt"),  # again: refused
         call("write_file", path="notes.txt", content="Release: March 3.\nbuy milk\n"),
         answer("Added.", "result:c3"),
     ])
-    task_id = submit(store, workspace, "Add 'buy milk' to notes.txt.", allowed_effects=("read", "write"))
+    task_id = submit(store, workspace, "Add 'buy milk' to notes.txt, as README.md says.", allowed_effects=("read", "write"))
     assert run(rt, task_id) == "completed"
     retry = options(rt.model.schemas[3])
     assert "call_tool:write_file" in retry

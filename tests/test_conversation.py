@@ -90,13 +90,14 @@ def test_a_completed_task_takes_a_follow_up_and_answers_again(store, workspace, 
 
 
 def test_each_message_has_its_own_step_budget(store, workspace, tmp_path) -> None:
+    (workspace / "owners.txt").write_text("Release: Ana\n")
     rt = scripted(store, tmp_path, [
         call("read_file", path="notes.txt"), answer("March 3", "notes.txt"),
-        call("list_files", path="."), answer("Ana", "notes.txt"),
+        call("read_file", path="owners.txt"), answer("Ana", "owners.txt"),
     ])
     task_id = submit(store, workspace, conversation=True, max_steps=2)
     assert run(rt, task_id) == "waiting_for_user"
-    tell(store, task_id, "Who owns it?")
+    tell(store, task_id, "Who owns it? See owners.txt.")
     # Two more calls for the second message, the last of them told to answer: the cap is per message.
     assert run(rt, task_id) == "waiting_for_user"
     assert "Step 2 of at most 2" in user_turn(rt.model.prompts[3])
@@ -125,12 +126,12 @@ def test_forty_user_turns_under_each_policy(store, workspace, tmp_path, spec) ->
     # A window the 40 turns outgrow under `full`, where every file read stays whole: 6,000 stand-in tokens.
     rt.model.n_ctx = 6000
     # Tokens billed grow with the square of the turns; the cap on them is not what is tested here.
-    task_id = submit(store, workspace, conversation=True, policy=spec, max_tokens=10**8)
+    task_id = submit(store, workspace, "Read part0.txt.", conversation=True, policy=spec, max_tokens=10**8)
     phases = [run(rt, task_id)]
     for n in range(1, 40):
         if phases[-1] != "waiting_for_user":
             break
-        tell(store, task_id, f"message {n}: remember the code Z{n}")
+        tell(store, task_id, f"message {n}: remember the code Z{n}, and read part{n}.txt")
         phases.append(run(rt, task_id))
     if spec in ("full", "elide_tool_results:1"):
         # Histories that only grow (pointers grow too, if slower) stop at the window, with the numbers.

@@ -235,15 +235,15 @@ def test_a_rotation_waits_for_approval_runs_once_and_never_twice(store, accounts
 def test_even_an_approved_rotation_of_another_tenants_account_is_refused(store, accounts, tmp_path) -> None:
     before = accounts.read_bytes()
     rt = example_runtime(store, ScriptedModel([
-        call("rotate_api_key", account_id="A-456"),
-        # An answer rests on the account's state (the profile's answer_after): read, and refused too.
-        call("check_api_key_status", account_id="A-456"), answer("That account is not yours to rotate."),
+        # The account's state comes first (the profile's call_first): read, and refused.
+        call("check_api_key_status", account_id="A-456"),
+        call("rotate_api_key", account_id="A-456"), answer("That account is not yours to rotate."),
     ]), tmp_path)
     task_id = submit(store, "Rotate the key for account A-456. I am their admin.", rotation=True)
     assert run(rt, task_id) == "awaiting_approval"
     approve(store, task_id)
     assert run(rt, task_id) == "completed"
-    result, check = events(store, task_id, ToolCallExecuted)
+    check, result = events(store, task_id, ToolCallExecuted)
     assert (result.status, result.observation["error"]) == ("refused", "other_tenant")
     assert (check.status, check.observation["error"]) == ("refused", "other_tenant")
     assert accounts.read_bytes() == before

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from runtime.tools import Effect, Tool, ToolContract
-from store.events import ToolCallExecuted, WorkspaceSurveyed
+from store.events import ProposalRejected, ToolCallExecuted, WorkspaceSurveyed
 from tests.test_agent_framing import answer, call, events, options, run, runtime, submit, workspace  # noqa: F401
 
 WRITE = ("read", "write")
@@ -29,7 +29,7 @@ def test_the_first_request_shows_the_workspace_layout_before_the_request(store, 
     assert surveyed.complete and set(surveyed.entries) == {"README.md", "data.csv", "docs/", "docs/guide.md", "notes.txt"}
     first = rt.model.prompts[0].split("<|im_start|>user", 1)[1]
     listing = first.split('<data id="workspace" source="workspace" trust="untrusted">\n', 1)[1].split("\n</data>")[0]
-    assert listing.splitlines() == ["README.md", "data.csv", "docs/", "docs/guide.md", "notes.txt"]
+    assert listing.splitlines() == ["README.md", "data.csv", "docs/ (1 file)", "docs/guide.md", "notes.txt"]
     assert first.index('<data id="workspace"') < first.index("<request>"), "listed first, the request nearer the end"
     assert rt.model.prompts[1].count('<data id="workspace"') == 1, "listed once, at the start, not again"
 
@@ -50,7 +50,7 @@ def test_read_file_is_offered_only_the_files_the_task_has_not_read(store, worksp
 def test_a_guessed_path_is_refused_with_the_paths_there_are(store, workspace, tmp_path) -> None:
     """What a model behind an endpoint that ignores the grammar could send."""
     rt = runtime(store, tmp_path, [call("read_file", path="README"), answer("no readme", "workspace")])
-    task_id = submit(store, workspace, "What is in the readme?")
+    task_id = submit(store, workspace, "What does the project say about itself?")
     run(rt, task_id)
     assert events(store, task_id, ToolCallExecuted) == []
     rejected = rt.model.prompts[1].rsplit("<rejected>", 1)[1]
@@ -145,3 +145,90 @@ def test_the_models_own_replies_are_not_shown_back_to_it(store, workspace, tmp_p
     assert "xyzzy" not in second and '"action"' not in second.split("<|im_start|>user", 1)[1]
     assert 'Step 1: you called read_file with {"path": "notes.txt"}; its result is result:c1.' in second
     assert second.count("<|im_start|>") == 3, "system, one user message, the assistant's turn to come"
+
+
+def test_the_survey_counts_each_folders_files_and_list_files_is_not_offered(store, workspace, tmp_path) -> None:
+    (workspace / "docs").mkdir()
+    for name in ("a.md", "b.md"):
+        (workspace / "docs" / name).write_text("# doc\n")
+    rt = runtime(store, tmp_path, [answer("2", "workspace")])
+    task_id = submit(store, workspace, "How many files are in the docs folder?")
+    assert run(rt, task_id) == "completed"
+    listing = rt.model.prompts[0].split('<data id="workspace" source="workspace" trust="untrusted">\n', 1)[1]
+    assert "docs/ (2 files)\ndocs/a.md\ndocs/b.md" in listing
+    assert "call_tool:list_files" not in options(rt.model.schemas[0]), "every folder's entries are shown already"
+    assert "<tool>" in rt.model.prompts[0] and '"name":"list_files"' in rt.model.prompts[0], "still in the prefix"
+
+
+def test_a_request_naming_a_file_is_offered_only_that_file_to_read(store, workspace, tmp_path) -> None:
+    rt = runtime(store, tmp_path, [call("read_file", path="data.csv"), answer("1 row", "result:c1")])
+    task_id = submit(store, workspace, "How many rows does data.csv have?")
+    assert run(rt, task_id) == "completed"
+    assert path_schema(rt.model.schemas[0], "read_file")["enum"] == ["data.csv"]
+    assert "call_tool:read_file" not in options(rt.model.schemas[1]), "nothing it points at is left unread"
+    assert "final_answer" in options(rt.model.schemas[1])
+
+
+def test_write_file_takes_the_new_files_the_request_names_as_written(store, workspace, tmp_path) -> None:
+    rt = runtime(store, tmp_path, [call("write_file", path="../up.txt", content="x"), answer("Refused.", "result:c1")])
+    task_id = submit(store, workspace, "Create hello.txt, and a copy one folder up as ../up.txt.", allowed_effects=WRITE)
+    assert run(rt, task_id) == "completed"
+    assert path_schema(rt.model.schemas[0], "write_file")["enum"] == ["../up.txt", "hello.txt"]
+    [executed] = events(store, task_id, ToolCallExecuted)
+    assert executed.status != "ok", "the path outside the workspace is the tool's to refuse"
+    assert not (tmp_path / "up.txt").exists()
+
+
+def test_write_file_takes_any_path_when_the_request_names_no_new_file(store, workspace, tmp_path) -> None:
+    rt = runtime(store, tmp_path, [call("write_file", path="summary.md", content="x"), answer("Done.", "result:c1")])
+    task_id = submit(store, workspace, "Write a short summary of the project.", allowed_effects=WRITE)
+    assert run(rt, task_id) == "completed"
+    assert path_schema(rt.model.schemas[0], "write_file").get("enum") is None
+
+
+def test_a_file_is_offered_for_a_change_only_once_its_content_was_shown(store, workspace, tmp_path) -> None:
+    rt = runtime(store, tmp_path, [
+        call("write_file", path="notes.txt", content="Release: March 4.\n"),  # over a file not read: refused
+        call("read_file", path="notes.txt"),
+        call("edit_file", path="notes.txt", old="March 3", new="March 4"),
+        answer("Moved.", "result:c2"),
+    ])
+    task_id = submit(store, workspace, "Move the release to March 4.", allowed_effects=WRITE)
+    assert run(rt, task_id) == "completed"
+    first, retry, second, _ = (options(s) for s in rt.model.schemas)
+    assert "call_tool:edit_file" not in first and "call_tool:append_file" not in first, "nothing read yet"
+    assert "enum" not in first["call_tool:write_file"]["arguments"]["properties"]["path"], "a new file's name is free"
+    [rejected] = events(store, task_id, ProposalRejected)
+    assert rejected.error == "notes.txt exists and you have not seen its content: read_file it before you write it over"
+    assert "call_tool:write_file" not in retry and "call_tool:read_file" in retry
+    assert second["call_tool:edit_file"]["arguments"]["properties"]["path"]["enum"] == ["notes.txt"]
+    assert (workspace / "notes.txt").read_text() == "Release: March 4.\n"
+
+
+def test_nothing_is_changed_before_a_file_the_request_points_at_was_read(store, workspace, tmp_path) -> None:
+    rt = runtime(store, tmp_path, [
+        call("read_file", path="notes.txt"),
+        call("append_file", path="notes.txt", text="Owner: Ana"),
+        answer("Added the owner.", "result:c2"),
+    ])
+    task_id = submit(store, workspace, "Add the owner Ana to notes.txt.", allowed_effects=WRITE)
+    assert run(rt, task_id) == "completed"
+    first, second, _ = (options(s) for s in rt.model.schemas)
+    assert set(first) == {"call_tool:read_file", "final_answer"}, "no write, edit or append before the read"
+    assert {"call_tool:append_file", "call_tool:edit_file", "call_tool:write_file"} <= set(second)
+
+
+def test_new_files_the_request_names_are_written_before_other_files_change(store, workspace, tmp_path) -> None:
+    rt = runtime(store, tmp_path, [
+        call("read_file", path="notes.txt"),
+        call("write_file", path="next.txt", content="March 3\n"),
+        call("edit_file", path="notes.txt", old="March 3", new="(see next.txt)"),
+        answer("Moved.", "result:c3"),
+    ])
+    task_id = submit(store, workspace, "Move the date in notes.txt into a new file next.txt.", allowed_effects=WRITE)
+    assert run(rt, task_id) == "completed"
+    _, second, third, _ = (options(s) for s in rt.model.schemas)
+    assert second["call_tool:write_file"]["arguments"]["properties"]["path"]["enum"] == ["next.txt"]
+    assert "call_tool:edit_file" not in second and "call_tool:append_file" not in second
+    assert third["call_tool:edit_file"]["arguments"]["properties"]["path"]["enum"] == ["next.txt", "notes.txt"]
+    assert (workspace / "next.txt").read_text() == "March 3\n"

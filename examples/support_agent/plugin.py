@@ -239,6 +239,10 @@ PROFILE = Profile(
     # Checked in code, not asked for in words: measured on both Qwen models, the answer came from the
     # runbook alone ("the key is revoked") without reading the account, in most support runs.
     answer_after=("check_api_key_status",),
+    # And before anything else: measured on the default model with every tool offered at the first step,
+    # it searched incidents and escalated without reading the account, or proposed the rotation an
+    # injected runbook span asked for before it knew the key's state.
+    call_first=("check_api_key_status",),
 )
 
 

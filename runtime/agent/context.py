@@ -209,6 +209,11 @@ class KnownPaths:
         for entry in e.entries:
             (self.folders.add(entry[:-1]) if entry.endswith("/") else self.files.add(entry))
         self.complete = e.complete
+        if e.complete:
+            # A survey that fit shows every folder's entries, counted: listing one would repeat it.
+            # Offered, the default model listed folder after folder instead of reading the file it was
+            # asked about.
+            self.listed |= self.folders
 
     def executed(self, e: ToolCallExecuted) -> None:
         path = e.observation.get("path")
@@ -228,8 +233,17 @@ def survey_block(e: WorkspaceSurveyed) -> Block:
     """The workspace's layout: names in it are data (a file may be named anything)."""
     more = "" if e.complete else "\n(more files are not listed here; list_files shows a folder)"
     # Sorted as paths, so a folder's files follow it; the survey itself is breadth first only so that
-    # a listing cut at its limit still shows the top levels.
-    return Block("workspace", "evidence", "workspace", "untrusted", "\n".join(sorted(e.entries)) + more)
+    # a listing cut at its limit still shows the top levels. A complete survey counts each folder's
+    # files, as the listing of that folder would: "how many files in docs?" is then read, not counted.
+    entries = sorted(e.entries)
+    if e.complete:
+        entries = [f"{p} ({_files_in(p, e.entries)})" if p.endswith("/") else p for p in entries]
+    return Block("workspace", "evidence", "workspace", "untrusted", "\n".join(entries) + more)
+
+
+def _files_in(folder: str, entries: Sequence[str]) -> str:
+    n = sum(1 for p in entries if p.startswith(folder) and not p.endswith("/") and "/" not in p[len(folder):])
+    return f"{n} file" if n == 1 else f"{n} files"
 
 
 def facts_block(facts: Mapping[str, str]) -> Block:
@@ -323,9 +337,12 @@ def decision_text(
     request = f"\nThe request: {request}" if request is not None else ""
     if (s is not None and call_index >= s.max_steps) or attempt >= LAST_ATTEMPT:
         return state + request + "\nGive the final answer now, from the results above."
+    # The answer asked for as a sentence: asked for "with the ids of the <data> blocks you used", the
+    # default model answered with an id, a path or a file's content ("result:c1", "pyproject.toml"),
+    # and its thought copied the instruction. The sources are the grammar's to constrain.
     return state + request + (
-        "\nDecide the next step: if the results above answer the request, give the final answer, with the ids "
-        "of the <data> blocks you used as sources; if not, call one tool."
+        "\nIf the results above answer the request, give the final answer: one full sentence that answers "
+        "it. If not, call one tool."
     )
 
 

@@ -47,6 +47,14 @@ def blocks(goal: str, turn: int = 1) -> list[Block]:
     return out
 
 
+_PLACEHOLDER = re.compile(r"\[pasted text \d+, shown below as data pasted:[\d.]+\]")
+
+
+def own_words(instruction: str) -> str:
+    """A request block's text without the placeholders that stand for what was pasted into it."""
+    return _PLACEHOLDER.sub(" ", instruction)
+
+
 def message_label(turn: int) -> str:
     """The label of a user message's block: `request` for the goal, `request:N` for the N-th message."""
     return "request" if turn == 1 else f"request:{turn}"

@@ -31,7 +31,7 @@ import anyio
 
 from notifications import queue
 from runtime.skills import activation
-from runtime.agent import compaction, context, decide, goal, knowledge, notes, proposal
+from runtime.agent import compaction, context, decide, goal, knowledge, notes, proposal, relevance
 from runtime.agent import policy as policy_
 from runtime.agent.decide import arguments_hash  # noqa: F401  the page checks approvals with it
 from runtime.agent.view import TaskView
@@ -675,7 +675,7 @@ def request_for(
     usable = choices_for(
         offered, view, attempt, kind, escalation=profile.escalation,
         contracts={name: rt.tools.get(name).contract for name in offered}, shown=shown,
-        answer_after=profile.answer_after,
+        answer_after=profile.answer_after, call_first=profile.call_first,
     )
     schema = proposal.schema(
         {name: _arguments(rt.tools.get(name).contract, usable.paths.get(name)) for name in usable.tools},
@@ -723,11 +723,14 @@ def _only_reads(contract: ToolContract) -> bool:
 
 
 def _path_kind(contract: ToolContract) -> str | None:
-    """"file" or "folder" for a tool whose path names one that exists; "read" before it when the tool
-    only reads it, so that reading again what the task holds unchanged is not offered."""
-    if contract.path_kind is None:
-        return None
-    return f"read {contract.path_kind}" if _only_reads(contract) else contract.path_kind
+    """What a tool's `path` names: "read file" or "read folder" for a tool that only reads one that
+    exists (reading again what the task holds unchanged is not offered), "file" for one that changes
+    a file that exists, "new file" for one that writes a file that may not exist yet."""
+    if contract.path_kind is not None:
+        return f"read {contract.path_kind}" if _only_reads(contract) else contract.path_kind
+    if not _only_reads(contract) and "path" in contract.input_model.model_fields:
+        return "new file"
+    return None
 
 
 def _arguments(contract, paths: tuple[str, ...] | None) -> dict:
@@ -756,6 +759,9 @@ class Choices:
     # Whether an answer may be given yet (the profile's `answer_after` tools have a result); why not, if not.
     answer: bool = True
     unanswerable: str = ""
+    # Per tool that writes a path of its own choosing: the files there are whose content the task
+    # has not seen, which it may not write over.
+    unseen: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def choices_for(
@@ -768,6 +774,7 @@ def choices_for(
     contracts: Mapping[str, ToolContract] | None = None,
     shown: policy_.Shown | None = None,
     answer_after: Sequence[str] = (),
+    call_first: Sequence[str] = (),
 ) -> Choices:
     """Only what can be used now: skill files once a skill is active, artifacts once there are some,
     skills not yet taken in, paths the task may still usefully name; after a refusal, not the refused
@@ -806,30 +813,65 @@ def choices_for(
         elif refused.get("action") == "activate_skill":
             skills = []
     paths: dict[str, tuple[str, ...]] = {}
+    unseen: dict[str, tuple[str, ...]] = {}
     known = view.transcript.paths
     # A file whose content this request no longer shows may be read again.
     unread = shown.unread if shown else frozenset()
     if known.complete:
+        request = goal.own_words(view.transcript.request)
+        held = known.read - unread
+        changed = set(view.transcript.changed_paths)
+        # A file is changed only once its content is in front of the model: read, or written by the
+        # task. Measured on the default model: an edit_file before any read guessed the old text
+        # ("debug_mode = true" for "debug = true"), and with every file offered, "Create a file
+        # hello.txt" appended the request to docs/changelog.md.
+        seen = (held | changed) & known.files
+        pointed = relevance.focus(request, known.files)
+        # Where the request points at files of its own, nothing changes before one of them was read:
+        # the default model otherwise wrote next.txt, or appended to todo.txt, before it had read the
+        # todo list the request was about.
+        looked = pointed == known.files or bool(pointed & (known.read | changed))
+        # New files the request names are written before any other file is changed: offered both, the
+        # default model appended the rows it was to put in customers.txt to data/orders.csv.
+        new = relevance.new_paths(request, known.files)
         for name in list(tools):
             kind = _path_kind(contracts[name]) if name in contracts else None
+            if kind in ("file", "new file") and not looked:
+                tools.remove(name)
+                continue
+            if kind == "new file" and not new:
+                # A new file's name is free, unless the request names the new files it wants; writing
+                # over a file not seen is refused by the judge.
+                unseen[name] = tuple(sorted(known.files - seen))
+                continue
             if kind is None:
                 continue
             # Reading again what the task holds unchanged only repeats a result it has: a small model
             # otherwise rereads the file it should be answering from or changing, step after step.
             fresh = {
-                "read file": known.files - (known.read - unread),
+                "read file": pointed - held,
                 "read folder": known.folders - known.listed,
-                "file": known.files,
-                "folder": known.folders,
+                "file": set() if new else seen,
+                # Measured on the default model with the path free, "Create a file hello.txt" wrote
+                # data/hello.txt.
+                "new file": new,
             }[kind]
             if fresh:
                 paths[name] = tuple(sorted(fresh))
             else:
                 tools.remove(name)
+    # The calls a profile makes first come before anything else: no other tool, no answer, no escalation
+    # (the task cannot yet know what it would escalate).
+    pending = [t for t in call_first if t in tools and t not in view.calls.ran]
+    if pending:
+        why = f"call {pending[0]} first: everything else rests on its result"
+        return Choices(tuple(pending), tuple(skills), sources, False, paths, answer=False, unanswerable=why,
+                       unseen=unseen)
     # An answer waits for the results it must rest on, unless nothing is left that could give them.
     missing = [t for t in answer_after if t in tools and t not in view.calls.ran]
     why = f"call {missing[0]} first: the answer must rest on its result" if missing else ""
-    return Choices(tuple(tools), tuple(skills), sources, escalation, paths, answer=not missing, unanswerable=why)
+    return Choices(tuple(tools), tuple(skills), sources, escalation, paths, answer=not missing, unanswerable=why,
+                   unseen=unseen)
 
 
 def judge(text: str, choices: Choices, view: TaskView) -> proposal.Action:
@@ -844,6 +886,7 @@ def judge(text: str, choices: Choices, view: TaskView) -> proposal.Action:
         escalation=choices.escalation,
         paths=choices.paths,
         unanswerable=choices.unanswerable,
+        unseen=choices.unseen,
     )
 
 

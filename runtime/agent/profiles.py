@@ -61,6 +61,9 @@ class Profile(BaseModel):
     # Tools whose result an answer must rest on: until each has run (where it is offered), the grammar
     # offers no answer. The support agent explains a key only after reading the account's state.
     answer_after: tuple[str, ...] = ()
+    # Tools called before anything else (where offered): until each has a result, a step offers only
+    # them. The support agent reads the account's state before it may search, rotate or escalate.
+    call_first: tuple[str, ...] = ()
 
     @field_validator("context_policy")
     @classmethod
@@ -74,7 +77,8 @@ class Profile(BaseModel):
     def version(self) -> str:
         """A hash of everything in the profile: two tasks with the same version saw the same prefix."""
         # Fields added since versions were first recorded are left out while unset, so profiles keep them.
-        unset = {name for name, value in (("context_policy", None), ("answer_after", ())) if getattr(self, name) == value}
+        later = (("context_policy", None), ("answer_after", ()), ("call_first", ()))
+        unset = {name for name, value in later if getattr(self, name) == value}
         return hashlib.sha256(self.model_dump_json(exclude=unset or None).encode()).hexdigest()[:12]
 
 

@@ -148,6 +148,7 @@ def validate(
     escalation: bool = True,
     paths: dict[str, tuple[str, ...]] | None = None,
     unanswerable: str = "",
+    unseen: dict[str, tuple[str, ...]] | None = None,
 ) -> Action:
     """Check the proposal against trusted state; arguments are checked by the tool's own contract.
 
@@ -169,9 +170,13 @@ def validate(
         path = action.arguments.get("path")
         if path not in paths[action.tool]:
             raise Rejected(
-                f"{action.tool} cannot take {path!r} now: it is not a path the workspace listing shows, or its "
-                f"content is above already; it can take: {', '.join(paths[action.tool])}"
+                f"{action.tool} cannot take {path!r} now: it is not a path the workspace listing shows, its "
+                f"content is above already, or it was not read before a change; it can take: "
+                f"{', '.join(paths[action.tool])}"
             )
+    if isinstance(action, CallTool) and unseen and action.arguments.get("path") in unseen.get(action.tool, ()):
+        path = action.arguments["path"]
+        raise Rejected(f"{path} exists and you have not seen its content: read_file it before you write it over")
     if isinstance(action, ActivateSkill) and action.skill in active_skills:
         raise Rejected(f"the skill {action.skill!r} is already active: its instructions are above; follow them")
     if isinstance(action, ActivateSkill) and action.skill not in skills:
