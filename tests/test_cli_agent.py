@@ -65,7 +65,7 @@ def test_approvals_are_listed_with_exact_arguments_and_decided_once(agentd, data
 
 
 def test_the_token_cap_ends_the_task_with_a_clear_reason(data) -> None:
-    task_id = run_scripted(data, [call("list_files", path=".")], max_tokens=100)
+    task_id = run_scripted(data, [call("read_file", path="notes.txt")], max_tokens=100)
     with EventStore(f"sqlite:///{data / 'agentd.db'}") as store:
         last = [r.event for r in store.read_stream(task_id) if isinstance(r.event, TaskPhaseChanged)][-1]
     assert last.phase == "failed" and last.reason.startswith("token cap reached")

@@ -64,7 +64,7 @@ def test_a_conversation_answers_then_waits_for_the_user_and_goes_on_from_its_tra
 
 def test_a_message_to_a_running_task_arrives_once_at_its_next_request(store, workspace, tmp_path) -> None:
     rt = scripted(store, tmp_path, [
-        call("read_file", path="notes.txt"), call("list_files", path="."), answer("March 3, a Tuesday", "notes.txt"),
+        call("read_file", path="notes.txt"), answer("March 3, a Tuesday", "notes.txt"),
     ])
     task_id = submit(store, workspace)
     assert run(rt, task_id, max_decisions=1) == "running"

@@ -96,7 +96,7 @@ def system_prompt(prompt: str) -> str:
 def test_a_task_keeps_the_catalog_it_started_with_and_the_next_task_sees_the_new_one(
     store, tmp_path, workspace, skills
 ) -> None:
-    rt = runtime(store, tmp_path, [call("list_files", path="."), answer("done")], roots=[skills])
+    rt = runtime(store, tmp_path, [call("read_file", path="notes.txt"), answer("done")], roots=[skills])
     task_id = submit(store, workspace, profile="skilled")
     run(rt, task_id, max_decisions=1)
     write_skill(skills, "csv-report", "Summarises CSV files. Use for tabular data.")
@@ -193,7 +193,7 @@ def test_a_goal_naming_no_installed_skill_activates_nothing(store, tmp_path, wor
 def test_activating_an_unknown_or_already_active_skill_is_refused_with_the_reason(
     store, tmp_path, workspace, skills
 ) -> None:
-    replies = [activate("api-triage"), activate("api-triage"), call("list_files", path="."), activate("nonexistent"),
+    replies = [activate("api-triage"), activate("api-triage"), call("read_file", path="notes.txt"), activate("nonexistent"),
                answer("done")]
     rt = runtime(store, tmp_path, replies, roots=[skills])
     task_id = submit(store, workspace, profile="skilled")
@@ -208,7 +208,7 @@ def test_activating_an_unknown_or_already_active_skill_is_refused_with_the_reaso
 def test_a_skill_removed_after_the_task_started_fails_to_activate_and_the_task_hears_why(
     store, tmp_path, workspace, skills
 ) -> None:
-    rt = runtime(store, tmp_path, [call("list_files", path="."), activate("api-triage"), answer("done")],
+    rt = runtime(store, tmp_path, [call("read_file", path="notes.txt"), activate("api-triage"), answer("done")],
                  roots=[skills])
     task_id = submit(store, workspace, profile="skilled")
     run(rt, task_id, max_decisions=1)
@@ -271,7 +271,7 @@ def test_a_tool_no_active_skill_lists_still_waits_for_a_person(store, tmp_path, 
 def test_skills_added_changed_and_removed_on_disk_notify_running_tasks_once_coalesced(
     store, tmp_path, workspace, skills
 ) -> None:
-    rt = runtime(store, tmp_path, [call("list_files", path=".")], roots=[skills])
+    rt = runtime(store, tmp_path, [call("read_file", path="notes.txt")], roots=[skills])
     running = submit(store, workspace, profile="skilled")
     run(rt, running, max_decisions=1)
     waiting = submit(store, workspace, profile="skilled")  # not started: it will pin the new catalog
@@ -330,7 +330,7 @@ def test_a_task_that_used_a_skill_reruns_on_its_recorded_outputs_without_a_diffe
 
 
 def test_changes_made_while_agentd_was_down_are_told_at_start_once(store, tmp_path, workspace, skills) -> None:
-    rt = runtime(store, tmp_path, [call("list_files", path="."), call("list_files", path=".")],
+    rt = runtime(store, tmp_path, [call("read_file", path="notes.txt"), call("read_file", path="notes.txt")],
                  roots=[skills])
     changed_under = submit(store, workspace, profile="skilled")
     run(rt, changed_under, max_decisions=1)
