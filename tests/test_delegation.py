@@ -39,7 +39,7 @@ def test_a_sub_task_sees_only_its_scope_and_tools_and_its_answer_comes_back_type
         answer("Ana", "pasted:1"),  # the sub-task's only decision
         answer("Ana owns the release.", "result:c3"),
     ], workspace)
-    task_id = submit(store, workspace, goal="Read the notes and find the release owner.", profile="lead")
+    task_id = submit(store, workspace, goal="Read notes.txt and other.txt and find the release owner.", profile="lead")
     assert run(rt, task_id) == "completed"
 
     sub_id = f"{task_id}.c3"
