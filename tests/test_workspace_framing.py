@@ -232,3 +232,38 @@ def test_new_files_the_request_names_are_written_before_other_files_change(store
     assert "call_tool:edit_file" not in second and "call_tool:append_file" not in second
     assert third["call_tool:edit_file"]["arguments"]["properties"]["path"]["enum"] == ["next.txt", "notes.txt"]
     assert (workspace / "next.txt").read_text() == "March 3\n"
+
+
+class FolderArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+
+
+class Clean(Tool[FolderArgs, Done]):
+    """A plugin's tool that changes a folder that exists: its path is one of the folders there are."""
+
+    contract = ToolContract(
+        name="clean", description="Remove the build output in a folder.", input_model=FolderArgs, output_model=Done,
+        effects=(Effect.WRITE,), idempotent=True, scope="workspace", timeout_s=5, path_kind="folder",
+    )
+
+    def run(self, ctx, args: FolderArgs) -> Done:
+        return Done(done=True)
+
+
+def test_a_tool_that_changes_a_folder_is_offered_the_folders_there_are(store, workspace, tmp_path) -> None:
+    (workspace / "build").mkdir()
+    (workspace / "build" / "out.o").write_text("x")
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text(
+        "from tests.test_workspace_framing import Clean\n"
+        "from runtime.agent.profiles import WORKSPACE\n"
+        "def register(tools, profiles):\n"
+        "    tools.register(Clean())\n"
+        "    profiles['cleaner'] = WORKSPACE.model_copy(update={'name': 'cleaner', 'tools': (*WORKSPACE.tools, 'clean')})\n"
+    )
+    rt = runtime(store, tmp_path, [call("clean", path="build"), answer("Cleaned.", "result:c1")], plugins=[plugin])
+    task_id = submit(store, workspace, "Clean up.", profile="cleaner", allowed_effects=WRITE)
+    assert run(rt, task_id) == "completed"
+    assert path_schema(rt.model.schemas[0], "clean")["enum"] == [".", "build"]

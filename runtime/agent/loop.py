@@ -852,6 +852,7 @@ def choices_for(
                 "read file": pointed - held,
                 "read folder": known.folders - known.listed,
                 "file": set() if new else seen,
+                "folder": known.folders,
                 # Measured on the default model with the path free, "Create a file hello.txt" wrote
                 # data/hello.txt.
                 "new file": new,

@@ -45,7 +45,9 @@ def focus(request: str, files: Iterable[str]) -> set[str]:
 
 
 # A file name as a request writes one: a name with an extension, maybe a folder or two before it.
-_PATH = re.compile(r"(?<![\w@/.-])((?:\.\.?/)*(?:[\w-]+/)*[\w-][\w.-]+\.[a-z][a-z0-9]{0,7})(?![\w/-])", re.IGNORECASE)
+_PATH = re.compile(
+    r"(?<![\w@/.-])((?:\.\.?/)*(?:[\w-]+/)*[\w-][\w.-]+\.[a-z][a-z0-9]{0,7})(?![\w/-])", re.IGNORECASE
+)
 
 
 def new_paths(request: str, files: Iterable[str]) -> set[str]:

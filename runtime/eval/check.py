@@ -226,7 +226,8 @@ def _called_tool(output: str) -> str | None:
         reply = json.loads(output)
     except ValueError:
         return None
-    return reply.get("tool") if isinstance(reply, dict) and reply.get("action") == "call_tool" else None
+    tool = reply.get("tool") if isinstance(reply, dict) and reply.get("action") == "call_tool" else None
+    return tool if isinstance(tool, str) else None
 
 
 def _leaks(case: Case, events: Sequence[Event], out: Outcome, prompts: Sequence[str]) -> list[Failure]:
