@@ -171,7 +171,8 @@ def test_a_request_naming_a_file_is_offered_only_that_file_to_read(store, worksp
 
 def test_write_file_takes_the_new_files_the_request_names_as_written(store, workspace, tmp_path) -> None:
     rt = runtime(store, tmp_path, [call("write_file", path="../up.txt", content="x"), answer("Refused.", "result:c1")])
-    task_id = submit(store, workspace, "Create hello.txt, and a copy one folder up as ../up.txt.", allowed_effects=WRITE)
+    goal = "Create hello.txt, and a copy one folder up as ../up.txt."
+    task_id = submit(store, workspace, goal, allowed_effects=WRITE)
     assert run(rt, task_id) == "completed"
     assert path_schema(rt.model.schemas[0], "write_file")["enum"] == ["../up.txt", "hello.txt"]
     [executed] = events(store, task_id, ToolCallExecuted)
@@ -261,7 +262,8 @@ def test_a_tool_that_changes_a_folder_is_offered_the_folders_there_are(store, wo
         "from runtime.agent.profiles import WORKSPACE\n"
         "def register(tools, profiles):\n"
         "    tools.register(Clean())\n"
-        "    profiles['cleaner'] = WORKSPACE.model_copy(update={'name': 'cleaner', 'tools': (*WORKSPACE.tools, 'clean')})\n"
+        "    tools_ = (*WORKSPACE.tools, 'clean')\n"
+        "    profiles['cleaner'] = WORKSPACE.model_copy(update={'name': 'cleaner', 'tools': tools_})\n"
     )
     rt = runtime(store, tmp_path, [call("clean", path="build"), answer("Cleaned.", "result:c1")], plugins=[plugin])
     task_id = submit(store, workspace, "Clean up.", profile="cleaner", allowed_effects=WRITE)
