@@ -280,6 +280,11 @@ def test_the_agent_starts_a_job_and_hears_of_its_end_in_a_later_request(store, r
     [started] = events(store, task_id, JobStarted)
     assert started == JobStarted(job_id=job_id, call_id=executed.call_id, command="echo compiled")
     finished = wait_finished(store, task_id)
+    # The job's end and its notification are two appends: the request waits for the second.
+    deadline = time.monotonic() + 10
+    while not pending(store, task_id):
+        assert time.monotonic() < deadline, "the job's notification was never enqueued"
+        time.sleep(0.05)
 
     assert run() == "completed"
     [admitted] = events(store, task_id, NotificationsAdmitted)
