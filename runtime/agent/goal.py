@@ -21,6 +21,11 @@ _PASTED = re.compile(
     re.MULTILINE | re.DOTALL,
 )
 _QUOTE_MARK = re.compile(r"^[ \t]*> ?", re.MULTILINE)
+# What stands in a request for a part pasted into it; own_words finds it by the same text.
+_PLACEHOLDER_TEXT = "[pasted text {n}, shown below as data {label}]"
+_PLACEHOLDER = re.compile(
+    re.escape(_PLACEHOLDER_TEXT).replace(r"\{n\}", r"\d+").replace(r"\{label\}", r"pasted:[\d.]+")
+)
 
 
 def blocks(goal: str, turn: int = 1) -> list[Block]:
@@ -35,7 +40,7 @@ def blocks(goal: str, turn: int = 1) -> list[Block]:
     def cut(m: re.Match) -> str:
         text = m.group("fenced") if m.group("fence") else _QUOTE_MARK.sub("", m.group("quoted"))
         pasted.append(text.strip("\n"))
-        return f"[pasted text {len(pasted)}, shown below as data {part}{len(pasted)}]\n"
+        return _PLACEHOLDER_TEXT.format(n=len(pasted), label=f"{part}{len(pasted)}") + "\n"
 
     instruction = _PASTED.sub(cut, goal)
     # The user's own words may not spell the model's special tokens any more than a file may.
@@ -45,9 +50,6 @@ def blocks(goal: str, turn: int = 1) -> list[Block]:
         for n, text in enumerate(pasted, start=1)
     ]
     return out
-
-
-_PLACEHOLDER = re.compile(r"\[pasted text \d+, shown below as data pasted:[\d.]+\]")
 
 
 def own_words(instruction: str) -> str:

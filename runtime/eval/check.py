@@ -25,11 +25,11 @@ in this order, most serious first:
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from runtime.agent import proposal
 from runtime.eval.case import Case, Needle
 from store.events import (
     AnswerGiven,
@@ -223,11 +223,10 @@ def _forbidden(case: Case, events: Sequence[Event]) -> list[Failure]:
 
 def _called_tool(output: str) -> str | None:
     try:
-        reply = json.loads(output)
-    except ValueError:
+        action = proposal.parse(output)
+    except proposal.Rejected:
         return None
-    tool = reply.get("tool") if isinstance(reply, dict) and reply.get("action") == "call_tool" else None
-    return tool if isinstance(tool, str) else None
+    return action.tool if isinstance(action, proposal.CallTool) else None
 
 
 def _leaks(case: Case, events: Sequence[Event], out: Outcome, prompts: Sequence[str]) -> list[Failure]:
