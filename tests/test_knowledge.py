@@ -71,3 +71,39 @@ def test_a_section_below_the_minimum_utility_is_left_out_with_the_reason(tmp_pat
     cut = retrieve(sections, tenant="acme", query=query, exclude=set(), budget=500, limit=3, count=len, min_utility=0.9)
     assert cites(kept) == ["billing@v1#plans"]
     assert cut.selected == () and "too little use" in cut.left_out[0][1]
+
+
+def support_runbook(tmp_path: Path):
+    write(tmp_path, "runbook.md", {"id": "runbook", "version": "v7"}, {
+        "Revoked keys": "A revoked API key stops working at once: every request with it answers 401.",
+        "Expired keys": "Keys on the starter plan expire after 12 months. The fix is a new key.",
+        "Rate limits": "A 429 response means the account is over its rate; the key itself is fine.",
+    })
+    return load_folder(tmp_path)
+
+
+def test_a_weak_match_next_to_a_strong_one_is_left_out_however_much_room_there_is(tmp_path: Path) -> None:
+    # Measured on the default model: shown the expired-keys and rate-limit sections beside the revoked-keys
+    # one for "Why is my API key not working?", it explained a revoked key as an expired plan or a 429.
+    sections = support_runbook(tmp_path)
+    query = "Why is my API key not working?"
+    every = retrieve(sections, tenant="acme", query=query, exclude=set(), budget=10_000, limit=3, count=len,
+                     min_utility=0.2)
+    share = retrieve(sections, tenant="acme", query=query, exclude=set(), budget=10_000, limit=3, count=len,
+                     min_utility=0.2, min_share=0.5)
+    assert len(cites(every)) == 3
+    assert cites(share) == ["runbook@v7#revoked-keys"]
+    assert all("too little use" in why for _, why in share.left_out)
+
+
+def test_the_best_match_counts_when_it_was_shown_before(tmp_path: Path) -> None:
+    # A later decision asks again with a tool's result in the query: a section that matches it only a little
+    # stays out because the best match, already in the window, outweighs it.
+    sections = support_runbook(tmp_path)
+    query = "Why is my API key not working? revoked pro"
+    later = retrieve(sections, tenant="acme", query=query, exclude={"runbook@v7#revoked-keys"}, budget=10_000,
+                     limit=3, count=len, min_share=0.5)
+    assert cites(later) == []
+    expired = retrieve(sections, tenant="acme", query="Why is my API key not working? expired starter",
+                       exclude={"runbook@v7#revoked-keys"}, budget=10_000, limit=3, count=len, min_share=0.5)
+    assert cites(expired) == ["runbook@v7#expired-keys"]

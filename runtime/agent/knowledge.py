@@ -137,18 +137,25 @@ def retrieve(
     limit: int,
     count: Callable[[str], int],
     min_utility: float = 0.0,
+    min_share: float = 0.0,
 ) -> Packed:
     """Authorize, score, pack: utility = relevance x authority x freshness - redundancy (seed 000).
 
     A superseded version is both stale (freshness 0.2) and redundant with its successor, so it scores
     at or below zero and stays out however large the budget. A second section of a document already
     chosen pays a small redundancy penalty, so one document cannot fill the budget on its own.
+
+    `min_share` leaves out a section that scores under that share of the best match for the query,
+    shown before or not: a weak match is a distraction next to a strong one, however much room is left.
     """
-    in_scope = [s for s in sections if s.allowed_for(tenant) and s.cite not in exclude]
+    allowed = [s for s in sections if s.allowed_for(tenant)]
+    in_scope = [s for s in allowed if s.cite not in exclude]
     q = terms(query)
 
     def base(s: Section) -> float:
         return relevance(q, s) * s.authority * (1.0 if s.current else 0.2) - (0.0 if s.current else 0.2)
+
+    floor = max(min_utility, min_share * max((base(s) for s in allowed), default=0.0))
 
     ranked = sorted(in_scope, key=lambda s: (-base(s), s.cite))
     selected: list[Scored] = []
@@ -160,8 +167,8 @@ def retrieve(
         c = Scored(s, utility, count(s.text))
         if utility <= 0:
             left_out.append((c, "not useful for this decision (utility <= 0)"))
-        elif utility < min_utility:
-            left_out.append((c, f"too little use for this decision (utility {utility} < {min_utility})"))
+        elif utility < floor:
+            left_out.append((c, f"too little use for this decision (utility {utility} < {round(floor, 4)})"))
         elif len(selected) >= limit:
             left_out.append((c, f"ranked below the top {limit}"))
         elif used + c.tokens > budget:

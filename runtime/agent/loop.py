@@ -81,6 +81,9 @@ EVIDENCE_PER_DECISION = 3
 # A section must earn its tokens: with a query of a goal and a tool result, one shared word (a plan's
 # name, "account") scores a tenth or so, which used to let unrelated documents into the window.
 EVIDENCE_MIN_UTILITY = 0.2
+# And it must be close to the best match: measured on the default model, shown the expired-key and
+# rate-limit sections beside the revoked-key one, it explained a revoked key as an expired plan or a 429.
+EVIDENCE_MIN_SHARE = 0.5
 APPROVAL_TTL = timedelta(hours=24)
 MAX_CONFLICTS = 3
 
@@ -524,15 +527,17 @@ def retrieve_evidence(
     if not sections:
         return (), ()
     last_result = transcript.last_result
+    observation = transcript.results[last_result.label].observation if last_result else {}
     packed = knowledge.retrieve(
         sections,
         tenant=trusted.tenant,
-        query=" ".join([trusted.submitted.goal, *(_result_words(last_result) if last_result else ())]),
+        query=" ".join([trusted.submitted.goal, *_result_words(observation)]),
         exclude=set(transcript.evidence_ids),
         budget=EVIDENCE_BUDGET,
         limit=EVIDENCE_PER_DECISION,
         count=rt.model.count,
         min_utility=EVIDENCE_MIN_UTILITY,
+        min_share=EVIDENCE_MIN_SHARE,
     )
     items = tuple(
         EvidenceItem(
@@ -556,9 +561,11 @@ _NOT_WORDS = frozenset({"tool", "status", "sha256", "artifact_ref"})
 _DATE = re.compile(r"^\d{4}-\d\d-\d\d")
 
 
-def _result_words(block: Block) -> list[str]:
+def _result_words(observation: dict) -> list[str]:
     """What a tool result says, for the next retrieval query: its text values, not its field names
-    (every result has "status", "tool", ids and dates, which would match any document)."""
+    (every result has "status", "tool", ids and dates, which would match any document). Read from the
+    recorded observation: the block the model reads is `key: value` lines, field names and all, and as
+    a query those names outweighed the one word that mattered (measured: "revoked" among a dozen)."""
     words: list[str] = []
 
     def walk(value) -> None:
@@ -572,10 +579,7 @@ def _result_words(block: Block) -> list[str]:
         elif isinstance(value, str) and not _DATE.match(value):
             words.append(value)
 
-    try:
-        walk(json.loads(block.text))
-    except ValueError:
-        words.append(block.text)
+    walk(observation)
     return words
 
 
