@@ -13,6 +13,7 @@ import pytest
 
 from runtime import logs
 from runtime.agent.loop import Runtime, run_task
+from runtime.agent.rerun import rerun_recorded
 from runtime.artifacts import ArtifactStore
 from runtime.agent.context import TAIL_LABELS
 from runtime.inference.local import LocalModel
@@ -183,6 +184,19 @@ def test_invalid_json_despite_the_grammar_is_retried_narrower_then_fails_the_tas
     last = rt.model.prompts[2].rsplit("<decision>", 1)[1]
     assert "Give the final answer now" in last and "not JSON" in rt.model.prompts[2].rsplit("<rejected>", 1)[1]
     assert "refused 3 times" in events(store, task_id, TaskPhaseChanged)[-1].reason
+
+
+def test_a_reply_cut_off_at_the_token_limit_is_refused_as_too_long_and_a_rerun_agrees(store, workspace, tmp_path):
+    short = WORKSPACE.model_copy(update={"name": "short", "max_output_tokens": 16})
+    runaway = '{"thought": "", "action": "final_answer", "answer": "' + "March 3, " * 20
+    rt = scripted(store, tmp_path, [runaway, answer("March 3")], profiles={"short": short})
+    task_id = submit(store, workspace, profile="short")
+    assert run(rt, task_id) == "completed"
+    [rejected] = events(store, task_id, ProposalRejected)
+    assert rejected.error.startswith("your reply reached the limit of 16 tokens before its JSON was complete")
+    assert "reached the limit of 16 tokens" in rt.model.prompts[1].rsplit("<rejected>", 1)[1]
+    # The verdict rests on the recorded token count, so a re-run of the log comes to the same refusal.
+    assert rerun_recorded(rt, task_id).difference is None
 
 
 def test_an_unknown_tool_is_refused_with_the_names_of_the_real_ones(store, workspace, tmp_path) -> None:

@@ -385,7 +385,8 @@ class _Runner:
                 )
             )
             try:
-                action = judge(completion.text, choices, self.view)
+                action = judge(completion.text, choices, self.view,
+                               limit_reached(s.completion_tokens, trusted.profile.max_output_tokens))
             except proposal.Rejected as e:
                 await self._append(ProposalRejected(call_index=call_index, attempt=attempt, error=str(e)))
                 continue
@@ -879,10 +880,16 @@ def choices_for(
                    unseen=unseen)
 
 
-def judge(text: str, choices: Choices, view: TaskView) -> proposal.Action:
-    """Step 7's first half: the reply as an action code will carry out, or Rejected with the reason."""
+def limit_reached(completion_tokens: int, max_output_tokens: int) -> int | None:
+    """The limit a reply filled, if it filled it: from the recorded count, so a re-run judges alike."""
+    return max_output_tokens if completion_tokens >= max_output_tokens else None
+
+
+def judge(text: str, choices: Choices, view: TaskView, cut_at: int | None = None) -> proposal.Action:
+    """Step 7's first half: the reply as an action code will carry out, or Rejected with the reason.
+    `cut_at`: the token limit the reply filled, if it did."""
     return proposal.validate(
-        proposal.parse(text),
+        proposal.parse(text, cut_at=cut_at),
         allowed_tools=set(choices.tools),
         skills=set(choices.skills),
         active_skills=set(view.active),

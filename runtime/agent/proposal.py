@@ -114,11 +114,19 @@ def _object(**properties: dict) -> dict:
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
 
-def parse(text: str) -> Action:
-    """The model's output as an action, or Rejected saying what is wrong with it."""
+def parse(text: str, *, cut_at: int | None = None) -> Action:
+    """The model's output as an action, or Rejected saying what is wrong with it. `cut_at`: the output
+    filled its token limit, which is then what is wrong with it, not where the JSON broke off."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
+        if cut_at is not None:
+            # Under the grammar only a cut can leave JSON unfinished. Told where it broke off, the default
+            # model wrote the same runaway text again.
+            raise Rejected(
+                f"your reply reached the limit of {cut_at} tokens before its JSON was complete; reply again, "
+                "shorter: a one-sentence thought, and nothing written twice"
+            ) from None
         raise Rejected(f"the output is not JSON ({e.msg} at character {e.pos})") from None
     try:
         return _adapter.validate_python(data)

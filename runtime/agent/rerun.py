@@ -161,7 +161,9 @@ def _check_call(rt: Runtime, trusted: Trusted, records: list[Recorded], i: int) 
         if diff:
             return Difference(step, attempt, diff)
     view.apply(records[i])
-    verdict, action = _verdict(called.output, choices, view)
+    verdict, action = _verdict(
+        called.output, choices, view, agent.limit_reached(called.completion_tokens, trusted.profile.max_output_tokens)
+    )
     recorded = _recorded_verdict(records, i)
     if verdict != recorded:
         return Difference(step, attempt, f"outcome differs: recorded {recorded}, rebuilt {verdict}")
@@ -246,9 +248,11 @@ def _manifest_difference(recorded: ContextManifest, rebuilt: ContextManifest) ->
     return None
 
 
-def _verdict(output: str, choices: agent.Choices, view: TaskView) -> tuple[str, proposal.Action | None]:
+def _verdict(
+    output: str, choices: agent.Choices, view: TaskView, cut_at: int | None
+) -> tuple[str, proposal.Action | None]:
     try:
-        action = agent.judge(output, choices, view)
+        action = agent.judge(output, choices, view, cut_at)
     except proposal.Rejected as e:
         return f"rejected: {e}", None
     return f"accepted: {action.model_dump_json()}", action
