@@ -373,6 +373,7 @@ def test_a_support_run_uses_a_scratch_account_store_and_restores_the_environment
     before = accounts.read_bytes()
     os.environ.pop("SUPPORT_AGENT_ACCOUNTS", None)
     c = case(
+        input="Please rotate my API key.",
         plugins=[str(REPO / "examples" / "support_agent" / "plugin.py")], profile="support",
         actor={"tenant": "acme", "account_id": "A-123"}, allow=["write", "external"],
         copy={str(accounts): "accounts.json"}, env={"SUPPORT_AGENT_ACCOUNTS": "{scratch}/accounts.json"},

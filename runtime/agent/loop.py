@@ -678,9 +678,10 @@ def request_for(
         summary=(frozenset(transcript.compacted), transcript.summary) if transcript.summary is not None else None,
     )
     usable = choices_for(
-        offered, view, attempt, kind, escalation=profile.escalation,
+        offered, view, attempt, kind,
+        escalation=profile.escalation and (not profile.escalate_only_when_blocked or bool(view.calls.blocked)),
         contracts={name: rt.tools.get(name).contract for name in offered}, shown=shown,
-        answer_after=profile.answer_after, call_first=profile.call_first,
+        answer_after=profile.answer_after, call_first=profile.call_first, on_request=profile.on_request,
     )
     schema = proposal.schema(
         {name: _arguments(rt.tools.get(name).contract, usable.paths.get(name)) for name in usable.tools},
@@ -780,6 +781,7 @@ def choices_for(
     shown: policy_.Shown | None = None,
     answer_after: Sequence[str] = (),
     call_first: Sequence[str] = (),
+    on_request: Mapping[str, Sequence[str]] | None = None,
 ) -> Choices:
     """Only what can be used now: skill files once a skill is active, artifacts once there are some,
     skills not yet taken in, paths the task may still usefully name; after a refusal, not the refused
@@ -798,6 +800,7 @@ def choices_for(
         for name in offered
         if not (name in activation.SKILL_TOOLS and not active)
         and not (name == "read_artifact" and not view.artifact_refs)
+        and (name not in (on_request or {}) or _asked_for(name, on_request[name], view))
     ]
     pinned = view.pinned
     skills = [e.name for e in pinned.entries if e.name not in active] if pinned else []
@@ -883,6 +886,15 @@ def choices_for(
 def limit_reached(completion_tokens: int, max_output_tokens: int) -> int | None:
     """The limit a reply filled, if it filled it: from the recorded count, so a re-run judges alike."""
     return max_output_tokens if completion_tokens >= max_output_tokens else None
+
+
+def _asked_for(tool: str, words: Sequence[str], view: TaskView) -> bool:
+    """Whether the user's latest message asks for what `tool` does: in its own words, or through a skill
+    the user invoked that names the tool. Documents, tool results and pasted text never count."""
+    said = goal.own_words(view.transcript.request).lower()
+    if any(re.search(rf"\b{re.escape(w.lower())}", said) for w in words):
+        return True
+    return any(s.by == "user" and re.search(rf"\b{re.escape(tool)}\b", s.body) for s in view.active.values())
 
 
 def judge(text: str, choices: Choices, view: TaskView, cut_at: int | None = None) -> proposal.Action:

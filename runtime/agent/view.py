@@ -73,6 +73,8 @@ class Calls:
     done: dict[str, str] = field(default_factory=dict)
     # The tools that have a result, ok or not, at least once.
     ran: set[str] = field(default_factory=set)
+    # The calls whose result was not ok: refused, denied, failed, timed out.
+    blocked: set[str] = field(default_factory=set)
 
     def apply(self, e: object, position: int) -> None:
         if isinstance(e, ToolCallProposed):
@@ -89,6 +91,8 @@ class Calls:
             if call is not None:
                 self.done[proposal.call_key(call.tool, call.arguments)] = e.call_id
             self.ran.add(e.tool)
+            if e.status != "ok":
+                self.blocked.add(e.call_id)
 
     def open(self) -> dict[str, str]:
         """Calls that started and have no result yet: call id -> tool."""
