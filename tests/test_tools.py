@@ -228,6 +228,7 @@ def test_read_file_returns_text_and_records_its_hash(ctx, workspace) -> None:
         "size": len(data),
         "sha256": sha(data),
         "lines": 3,
+        "data_rows": None,
         "content": data.decode(),
     }
     assert outcome.artifact_events == (ArtifactRead(path="notes.txt", sha256=sha(data), size=len(data)),)
@@ -317,6 +318,17 @@ def test_a_long_read_is_masked_and_the_full_text_can_be_read_back(ctx, workspace
     assert outcome.output.content == text
     # The trail still names the file that was read, masked or not.
     assert outcome.artifact_events[0].sha256 == sha(text.encode())
+
+
+def test_a_csv_files_records_are_counted_by_code_even_when_its_content_is_masked(ctx, workspace) -> None:
+    # Asked how many orders a CSV held, the default model answered with the line count, header included.
+    (workspace / "orders.csv").write_text('id,note\n1,plain\n2,"two\nlines"\n\n3,last\n')
+    small = execute(ReadFile(), ctx, {"path": "orders.csv"}).observation
+    assert (small["lines"], small["data_rows"]) == (6, 3)
+    (workspace / "big.csv").write_text("id,amount\n" + "".join(f"{i},{i}.50\n" for i in range(400)))
+    big = execute(ReadFile(), ctx, {"path": "big.csv"}).observation
+    assert big["truncated"] is True and big["data_rows"] == 400
+    assert execute(ReadFile(), ctx, {"path": "orders.csv"}).output.data_rows == 3
 
 
 def test_the_mask_limit_is_configurable(ctx, workspace) -> None:

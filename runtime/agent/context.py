@@ -409,7 +409,7 @@ def observation_text(e: ToolCallExecuted) -> str:
     texts: list[tuple[str, str]] = []
     for key in sorted(e.observation):
         value = e.observation[key]
-        if key in _UNSHOWN:
+        if key in _UNSHOWN or value is None:
             continue
         if isinstance(value, str) and "\n" in value:
             texts.append((key, value))
