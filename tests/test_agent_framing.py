@@ -171,10 +171,9 @@ def test_after_reading_again_what_it_has_the_retry_offers_changing_and_answering
     assert "March 4" in (workspace / "notes.txt").read_text()
 
 
-def test_after_making_a_change_again_the_retry_offers_looking_and_answering_not_changing(
-    store, workspace, tmp_path
-) -> None:
-    """Seen on the default model: an edit that had succeeded, asked for again, then the file written over."""
+def test_after_making_a_change_again_the_retry_offers_only_the_answer(store, workspace, tmp_path) -> None:
+    """Seen on the default model: an edit that had succeeded, asked for again, then the file written over;
+    and a rotation that had run, asked for again, then offered the reads, a needless incident search."""
     rt = runtime(store, tmp_path, [
         call("read_file", path="notes.txt"),
         call("edit_file", path="notes.txt", old="March 3", new="March 4"),
@@ -183,9 +182,8 @@ def test_after_making_a_change_again_the_retry_offers_looking_and_answering_not_
     ])
     task_id = submit(store, workspace, "Move the release to March 4 in notes.txt.", allowed_effects=("read", "write"))
     assert run(rt, task_id) == "completed"
-    retry = options(rt.model.schemas[3])
-    assert "final_answer" in retry and "call_tool:read_file" in retry
-    assert not {"call_tool:edit_file", "call_tool:write_file", "call_tool:append_file"} & set(retry)
+    assert set(options(rt.model.schemas[3])) == {"final_answer"}
+    assert (workspace / "notes.txt").read_text().count("March 4") == 1
 
 
 def test_in_a_read_only_task_reading_again_leaves_the_answer(store, workspace, tmp_path) -> None:

@@ -813,12 +813,13 @@ def choices_for(
             tool = refused.get("tool", "")
             repeated = proposal.call_key(tool, refused.get("arguments") or {}) in view.calls.done
             if repeated and tool in contracts:
-                # A call made before, asked for again, is a model stuck in one mode: reading after it has
-                # what it needs, or changing a file it has changed. The retry offers the other mode and
-                # the answer (seen on the default model: the same read_file after the file's content was
-                # in the request, step after step; the same edit after it had succeeded).
+                # A call made before, asked for again, is a model stuck in one mode. After a read, the
+                # retry offers the changes and the answer (seen on the default model: the same read_file
+                # after the file's content was in the request, step after step). After a change, only
+                # the answer: offered the reads, the default model searched incidents after a rotation
+                # had run and asked for the rotation again at the next step.
                 reads = _only_reads(contracts[tool])
-                tools = [t for t in tools if t in contracts and _only_reads(contracts[t]) != reads]
+                tools = [t for t in tools if t in contracts and not _only_reads(contracts[t])] if reads else []
             else:
                 tools = [t for t in tools if t != tool]
         elif refused.get("action") == "activate_skill":
