@@ -386,3 +386,16 @@ def test_after_a_repeated_call_the_retry_offers_only_tools_not_used_yet(store, w
     assert "call_tool:write_file" in retry
     assert "call_tool:read_file" not in retry and "call_tool:list_files" not in retry
     assert "buy milk" in (workspace / "notes.txt").read_text()
+
+
+
+def test_an_answer_that_repeats_the_question_put_to_the_model_is_refused(store, workspace, tmp_path) -> None:
+    echoed = ("The request: When is the release? If the results above answer the request, give the final answer: "
+              "one full sentence that answers it. If not, call one tool.")
+    rt = runtime(store, tmp_path, [call("read_file", path="notes.txt"), answer(echoed, "result:c1"),
+                                   answer("The release is on March 3.", "result:c1")])
+    task_id = submit(store, workspace, "When is the release?")
+    assert run(rt, task_id) == "completed"
+    [refused] = events(store, task_id, ProposalRejected)
+    assert refused.error.startswith("the answer repeats the question put to you")
+    assert events(store, task_id, AnswerGiven)[0].answer == "The release is on March 3."

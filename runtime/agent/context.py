@@ -336,14 +336,24 @@ def decision_text(
         state += f" {trail}"
     request = f"\nThe request: {request}" if request is not None else ""
     if (s is not None and call_index >= s.max_steps) or attempt >= LAST_ATTEMPT:
-        return state + request + "\nGive the final answer now, from the results above."
-    # The answer asked for as a sentence: asked for "with the ids of the <data> blocks you used", the
-    # default model answered with an id, a path or a file's content ("result:c1", "pyproject.toml"),
-    # and its thought copied the instruction. The sources are the grammar's to constrain.
-    return state + request + (
-        "\nIf the results above answer the request, give the final answer: one full sentence that answers "
-        "it. If not, call one tool."
-    )
+        return state + request + "\n" + _ASK_LAST
+    return state + request + "\n" + _ASK_NEXT
+
+
+# The answer asked for as a sentence: asked for "with the ids of the <data> blocks you used", the
+# default model answered with an id, a path or a file's content ("result:c1", "pyproject.toml"),
+# and its thought copied the instruction. The sources are the grammar's to constrain.
+_ASK_NEXT = (
+    "If the results above answer the request, give the final answer: one full sentence that answers it. "
+    "If not, call one tool."
+)
+_ASK_LAST = "Give the final answer now, from the results above."
+
+
+def echoes_decision(text: str) -> bool:
+    """Whether a reply repeats what the decision asked instead of answering: seen on the default model,
+    "The request: ... If the results above answer the request, give the final answer: ..." as its answer."""
+    return any(ask.split(",")[0] in text for ask in (_ASK_NEXT, _ASK_LAST))
 
 
 def summary_block(e: ContextCompacted, read: Sequence[str], changed: Sequence[str], tests: str | None) -> Block:

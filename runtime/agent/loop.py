@@ -904,7 +904,7 @@ def _asked_for(tool: str, words: Sequence[str], view: TaskView) -> bool:
 def judge(text: str, choices: Choices, view: TaskView, cut_at: int | None = None) -> proposal.Action:
     """Step 7's first half: the reply as an action code will carry out, or Rejected with the reason.
     `cut_at`: the token limit the reply filled, if it did."""
-    return proposal.validate(
+    action = proposal.validate(
         proposal.parse(text, cut_at=cut_at),
         allowed_tools=set(choices.tools),
         skills=set(choices.skills),
@@ -916,6 +916,12 @@ def judge(text: str, choices: Choices, view: TaskView, cut_at: int | None = None
         unanswerable=choices.unanswerable,
         unseen=choices.unseen,
     )
+    if isinstance(action, proposal.FinalAnswer) and context.echoes_decision(action.answer):
+        raise proposal.Rejected(
+            "the answer repeats the question put to you instead of answering it; answer the request from the "
+            "results, in a sentence of your own"
+        )
+    return action
 
 
 
