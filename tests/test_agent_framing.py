@@ -19,7 +19,7 @@ from runtime.inference.scripted import ScriptedModel
 from runtime.harness.tasks import submit_task
 from runtime.skills.tools import register_skill_tools
 from store import NO_STREAM, EventStore
-from store.events import AnswerGiven, ModelCalled, ProposalRejected, ToolCallExecuted
+from store.events import AnswerGiven, ModelCalled, ProposalRejected, ToolCallExecuted, ToolCallProposed
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "support_agent"
@@ -399,3 +399,20 @@ def test_an_answer_that_repeats_the_question_put_to_the_model_is_refused(store, 
     [refused] = events(store, task_id, ProposalRejected)
     assert refused.error.startswith("the answer repeats the question put to you")
     assert events(store, task_id, AnswerGiven)[0].answer == "The release is on March 3."
+
+
+def test_a_command_the_request_gives_to_run_is_the_one_that_runs_first(store, workspace, tmp_path) -> None:
+    rt = runtime(store, tmp_path, [
+        call("shell", command="echo 'Hello, world!'"), answer("I did not run it."),
+        call("shell", command="cat notes.txt"),
+    ])
+    goal_text, effects = "Run `cat notes.txt` and tell me what it prints.", ("read", "external")
+    other = submit(store, workspace, goal_text, allowed_effects=effects)
+    assert run(rt, other) == "completed"
+    command = options(rt.model.schemas[0])["call_tool:shell"]["arguments"]["properties"]["command"]
+    assert command["enum"] == ["cat notes.txt"]
+    [refused] = events(store, other, ProposalRejected)
+    assert refused.error == "run the command the request gives first, as written: cat notes.txt"
+    given = submit(store, workspace, goal_text, allowed_effects=effects)
+    assert run(rt, given) == "awaiting_approval"
+    assert [e.arguments for e in events(store, given, ToolCallProposed)] == [{"command": "cat notes.txt"}]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runtime.agent.relevance import focus, new_paths
+from runtime.agent.relevance import commands, focus, new_paths
 
 FILES = {
     "README.md", "pyproject.toml", "todo.txt", "notes/meeting-2026-11-03.md", "notes/ideas.md", "src/app.py",
@@ -43,3 +43,10 @@ def test_new_paths_are_the_file_names_the_request_gives_that_do_not_exist() -> N
     assert new_paths("Save a copy of todo.txt as ../todo-backup.txt.", FILES) == {"../todo-backup.txt"}
     assert new_paths("Write to help@tidy.example.org, e.g. about version 1.4.2.", FILES) == set()
     assert new_paths("Fix the typo in README.md", FILES) == set()
+
+
+def test_the_commands_a_request_gives_are_its_code_spans_where_it_asks_to_run_something() -> None:
+    assert commands("Run `python3 src/app.py` and tell me what it prints.") == ("python3 src/app.py",)
+    assert commands("Execute `make build`, then `make test`.") == ("make build", "make test")
+    assert commands("In src/app.py, rename `greet` to `welcome`.") == ()
+    assert commands("Run the tests.") == ()

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import re
 import secrets
 from dataclasses import dataclass, field
@@ -687,7 +686,7 @@ def request_for(
         answer_after=profile.answer_after, call_first=profile.call_first, on_request=profile.on_request,
     )
     schema = proposal.schema(
-        {name: _arguments(rt.tools.get(name).contract, usable.paths.get(name)) for name in usable.tools},
+        {name: _arguments(rt.tools.get(name).contract, usable.narrowed(name)) for name in usable.tools},
         skills=list(usable.skills),
         allow_answer=usable.answer,
         citable=usable.sources,
@@ -742,17 +741,18 @@ def _path_kind(contract: ToolContract) -> str | None:
     return None
 
 
-def _arguments(contract, paths: tuple[str, ...] | None) -> dict:
-    """A tool's argument schema for this step: where the task knows every path there is, a path
-    argument is one of the paths it may still usefully read, so no guessed path can be written."""
+def _arguments(contract, values: Mapping[str, tuple[str, ...]]) -> dict:
+    """A tool's argument schema for this step, each argument in `values` narrowed to those values: where
+    the task knows every path there is, a path is one it may still usefully name, so no guessed path
+    can be written; a command is one the request gave to run."""
     schema = inline_schema(contract.input_model)
-    if paths is None:
-        return schema
-    path = schema["properties"]["path"]
-    narrowed = {"type": "string", "enum": list(paths)}
-    if "description" in path:
-        narrowed["description"] = path["description"]
-    return {**schema, "properties": {**schema["properties"], "path": narrowed}}
+    properties = dict(schema["properties"])
+    for name, allowed in values.items():
+        narrowed = {"type": "string", "enum": list(allowed)}
+        if "description" in properties[name]:
+            narrowed["description"] = properties[name]["description"]
+        properties[name] = narrowed
+    return {**schema, "properties": properties}
 
 
 @dataclass(frozen=True)
@@ -771,6 +771,13 @@ class Choices:
     # Per tool that writes a path of its own choosing: the files there are whose content the task
     # has not seen, which it may not write over.
     unseen: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Per tool that runs a command: the commands it may run at this step, where they are narrowed.
+    commands: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def narrowed(self, tool: str) -> dict[str, tuple[str, ...]]:
+        """The arguments of `tool` whose values are narrowed at this step, with those values."""
+        out = {"path": self.paths[tool]} if tool in self.paths else {}
+        return {**out, "command": self.commands[tool]} if tool in self.commands else out
 
 
 def choices_for(
@@ -873,18 +880,30 @@ def choices_for(
                 paths[name] = tuple(sorted(fresh))
             else:
                 tools.remove(name)
+    # A command the request gives to run is what runs first, as written: measured on the default model,
+    # "Run `python3 src/app.py` and tell me what it prints" ran echo 'Hello, world!'.
+    given = relevance.commands(goal.own_words(view.transcript.request))
+    commands: dict[str, tuple[str, ...]] = {}
+    if given and not set(given) & _commands_run(view):
+        commands = {t: given for t in tools if t in contracts and "command" in contracts[t].input_model.model_fields}
     # The calls a profile makes first come before anything else: no other tool, no answer, no escalation
     # (the task cannot yet know what it would escalate).
     pending = [t for t in call_first if t in tools and t not in view.calls.ran]
     if pending:
         why = f"call {pending[0]} first: everything else rests on its result"
         return Choices(tuple(pending), tuple(skills), sources, False, paths, answer=False, unanswerable=why,
-                       unseen=unseen)
+                       unseen=unseen, commands=commands)
     # An answer waits for the results it must rest on, unless nothing is left that could give them.
     missing = [t for t in answer_after if t in tools and t not in view.calls.ran]
     why = f"call {missing[0]} first: the answer must rest on its result" if missing else ""
     return Choices(tuple(tools), tuple(skills), sources, escalation, paths, answer=not missing, unanswerable=why,
-                   unseen=unseen)
+                   unseen=unseen, commands=commands)
+
+
+def _commands_run(view: TaskView) -> set[str]:
+    """The commands of the task's calls that have a result, whatever it was."""
+    calls = view.calls
+    return {c.arguments.get("command") for i, c in calls.proposed.items() if i in calls.finished} - {None}
 
 
 def limit_reached(completion_tokens: int, max_output_tokens: int) -> int | None:
@@ -915,6 +934,7 @@ def judge(text: str, choices: Choices, view: TaskView, cut_at: int | None = None
         paths=choices.paths,
         unanswerable=choices.unanswerable,
         unseen=choices.unseen,
+        commands=choices.commands,
     )
     if isinstance(action, proposal.FinalAnswer) and context.echoes_decision(action.answer):
         raise proposal.Rejected(

@@ -157,6 +157,7 @@ def validate(
     paths: dict[str, tuple[str, ...]] | None = None,
     unanswerable: str = "",
     unseen: dict[str, tuple[str, ...]] | None = None,
+    commands: dict[str, tuple[str, ...]] | None = None,
 ) -> Action:
     """Check the proposal against trusted state; arguments are checked by the tool's own contract.
 
@@ -185,6 +186,9 @@ def validate(
     if isinstance(action, CallTool) and unseen and action.arguments.get("path") in unseen.get(action.tool, ()):
         path = action.arguments["path"]
         raise Rejected(f"{path} exists and you have not seen its content: read_file it before you write it over")
+    if isinstance(action, CallTool) and commands and action.tool in commands:
+        if action.arguments.get("command") not in commands[action.tool]:
+            raise Rejected(f"run the command the request gives first, as written: {', '.join(commands[action.tool])}")
     if isinstance(action, ActivateSkill) and action.skill in active_skills:
         raise Rejected(f"the skill {action.skill!r} is already active: its instructions are above; follow them")
     if isinstance(action, ActivateSkill) and action.skill not in skills:

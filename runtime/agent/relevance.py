@@ -1,4 +1,4 @@
-"""Which of the workspace's files a request points at: the files a task is offered to read.
+"""Which of the workspace's files a request points at, and which commands it gives to run.
 
 Retrieval within scope, applied to the action space: a request that names a file ("data/orders.csv",
 "the README", "my todo list") or a folder ("in my notes") is about those files, and the grammar
@@ -86,3 +86,16 @@ def _path_words(path: str) -> set[str]:
 
 def _singular(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+# A command as a request gives one: in backticks, in a request that asks to run something.
+_SPAN = re.compile(r"`([^`\n]+)`")
+_RUN = re.compile(r"\b(?:run|execute|start)\b", re.IGNORECASE)
+
+
+def commands(request: str) -> tuple[str, ...]:
+    """The commands a request gives to run, as written: its `code spans`, where it asks to run, execute
+    or start something ("Run `python3 src/app.py`"); none where the spans are names ("rename `greet`")."""
+    if not _RUN.search(request):
+        return ()
+    return tuple(dict.fromkeys(span.strip() for span in _SPAN.findall(request) if span.strip()))
