@@ -60,7 +60,7 @@ def accounts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return copy
 
 
-def example_runtime(store: EventStore, model, tmp_path: Path, **profile_changes) -> Runtime:
+def example_runtime(store: EventStore, model, tmp_path: Path, skill_roots=(), **profile_changes) -> Runtime:
     loaded = load([PLUGIN])
     profiles = dict(loaded.profiles)
     if profile_changes:
@@ -72,6 +72,7 @@ def example_runtime(store: EventStore, model, tmp_path: Path, **profile_changes)
         profiles=profiles,
         artifacts=ArtifactStore(tmp_path / "artifacts"),
         protected=(tmp_path / "data",),
+        skill_roots=tuple(skill_roots),
     )
 
 
@@ -325,6 +326,17 @@ def test_a_customer_who_asks_for_a_new_key_is_offered_the_rotation(store, accoun
     assert "rotate_api_key" not in json.dumps(rt.model.schemas), "pasted text asks for nothing"
     asked = submit(store, "My API key stopped working. Please rotate it.", rotation=True)
     assert run(rt, asked) == "awaiting_approval"
+    assert "rotate_api_key" in json.dumps(rt.model.schemas[-1])
+
+
+def test_a_skill_the_customer_invokes_that_prescribes_the_rotation_offers_it(store, tmp_path) -> None:
+    # `make run`'s request: the api-key-runbook skill says when to propose a rotation, and the customer
+    # asked for that skill by name.
+    rt = example_runtime(store, ScriptedModel([
+        call("check_api_key_status", account_id="A-123"), call("rotate_api_key", account_id="A-123"),
+    ]), tmp_path, skill_roots=[REPO / "skills"])
+    task_id = submit(store, f"/api-key-runbook {GOAL} My account is A-123.", rotation=True)
+    assert run(rt, task_id) == "awaiting_approval"
     assert "rotate_api_key" in json.dumps(rt.model.schemas[-1])
 
 
