@@ -1,4 +1,4 @@
-"""The tools agentd ships with: the file tools, the shell and read_artifact, in one registry."""
+"""The tools agentd ships with: the file tools, search_files, the shell and read_artifact, in one registry."""
 
 from __future__ import annotations
 
@@ -7,13 +7,15 @@ from runtime.tools.contract import Tool
 from runtime.tools.edits import AppendFile, EditFile
 from runtime.tools.files import ListFiles, ReadFile, WriteFile
 from runtime.tools.registry import ToolRegistry
+from runtime.tools.search import SearchFiles
 from runtime.tools.shell import TIMEOUT_S, Shell
 
 
 def builtin_tools(*, shell_timeout_s: float = TIMEOUT_S) -> list[Tool]:
     """Fresh instances of the built-in tools, sorted by name."""
     return [
-        AppendFile(), EditFile(), ListFiles(), ReadArtifact(), ReadFile(), Shell(timeout_s=shell_timeout_s), WriteFile()
+        AppendFile(), EditFile(), ListFiles(), ReadArtifact(), ReadFile(), SearchFiles(),
+        Shell(timeout_s=shell_timeout_s), WriteFile(),
     ]
 
 

@@ -122,12 +122,9 @@ class ReadFile(Tool[ReadFileArgs, ReadFileOutput]):
         name = relative(ctx, real)
         data = read_regular(real, name, MAX_READ_BYTES)
         digest = hashlib.sha256(data).hexdigest()
-        if b"\x00" in data[:_SNIFF_BYTES]:
+        content = decode_text(data)
+        if content is None:
             raise binary_failure(name, data, digest)
-        try:
-            content = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise binary_failure(name, data, digest) from None
         ctx.record(ArtifactRead(path=name, sha256=digest, size=len(data)))
         lines = content.count("\n") + (0 if not content or content.endswith("\n") else 1)
         return ReadFileOutput(
@@ -289,6 +286,16 @@ def _os_failure(e: OSError, name: str, code: str = "unreadable") -> ToolFailure:
         # Only a symlink created after the containment check gets here.
         return ToolRefused("outside_workspace", f"{name} became a symlink while being opened", {"path": name})
     return ToolFailure(code, f"{name}: {e.strerror or e}", {"path": name})
+
+
+def decode_text(data: bytes) -> str | None:
+    """The bytes as UTF-8 text, or None for a binary file (a NUL near the start, or not UTF-8)."""
+    if b"\x00" in data[:_SNIFF_BYTES]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def binary_failure(name: str, data: bytes, digest: str) -> ToolFailure:
