@@ -73,7 +73,7 @@ class BenchModel(ScriptedModel):
     """The session's scripted replies; the summarizer's and the note-taker's from the real model when
     there is one. The decisions' prompts are kept apart: they are the requests whose content is judged."""
 
-    def complete(self, prompt, *, schema, max_tokens, session=None, progress=None):
+    def complete(self, prompt, *, schema, max_tokens, session=None, progress=None, repeat_penalty=1.0):
         if schema not in (compaction.SCHEMA, notes.SCHEMA):
             self.decision_prompts.append(prompt)
         elif self.like is not None and self.evaluate:

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from runtime import logs
-from runtime.agent.loop import Runtime, run_task
+from runtime.agent.loop import RUNAWAY_PENALTY, Runtime, run_task
 from runtime.agent.rerun import rerun_recorded
 from runtime.artifacts import ArtifactStore
 from runtime.agent.context import TAIL_LABELS
@@ -186,7 +186,7 @@ def test_invalid_json_despite_the_grammar_is_retried_narrower_then_fails_the_tas
     assert "refused 3 times" in events(store, task_id, TaskPhaseChanged)[-1].reason
 
 
-def test_a_reply_cut_off_at_the_token_limit_is_refused_as_too_long_and_a_rerun_agrees(store, workspace, tmp_path):
+def test_a_reply_cut_off_at_the_token_limit_is_refused_as_too_long_and_retried_against_repeats(store, workspace, tmp_path):
     short = WORKSPACE.model_copy(update={"name": "short", "max_output_tokens": 16})
     runaway = '{"thought": "", "action": "final_answer", "answer": "' + "March 3, " * 20
     rt = scripted(store, tmp_path, [runaway, answer("March 3")], profiles={"short": short})
@@ -195,6 +195,9 @@ def test_a_reply_cut_off_at_the_token_limit_is_refused_as_too_long_and_a_rerun_a
     [rejected] = events(store, task_id, ProposalRejected)
     assert rejected.error.startswith("your reply reached the limit of 16 tokens before its JSON was complete")
     assert "reached the limit of 16 tokens" in rt.model.prompts[1].rsplit("<rejected>", 1)[1]
+    # Greedy decoding would write the same runaway again: the retry is made with a repeat penalty, recorded.
+    assert rt.model.penalties == [1.0, RUNAWAY_PENALTY]
+    assert [c.repeat_penalty for c in events(store, task_id, ModelCalled)] == [1.0, RUNAWAY_PENALTY]
     # The verdict rests on the recorded token count, so a re-run of the log comes to the same refusal.
     assert rerun_recorded(rt, task_id).difference is None
 

@@ -52,7 +52,7 @@ class Summarizing(ScriptedModel):
         self.summaries = [s if isinstance(s, str) else json.dumps(s) for s in summaries]
         self.summary_prompts: list[str] = []
 
-    def complete(self, prompt, *, schema, max_tokens, session=None, progress=None):
+    def complete(self, prompt, *, schema, max_tokens, session=None, progress=None, repeat_penalty=1.0):
         if schema == compaction.SCHEMA:
             self.summary_prompts.append(prompt)
             self.replies.insert(0, self.summaries.pop(0))
@@ -174,7 +174,7 @@ class Crash(BaseException):
 
 
 class CrashingOnce(Summarizing):
-    def complete(self, prompt, *, schema, max_tokens, session=None, progress=None):
+    def complete(self, prompt, *, schema, max_tokens, session=None, progress=None, repeat_penalty=1.0):
         if schema == compaction.SCHEMA and not self.summary_prompts:
             self.summary_prompts.append(prompt)
             raise Crash
@@ -215,7 +215,7 @@ url, tmp, marker = sys.argv[1:]
 
 
 class HangsInTheSummarizer(Summarizing):
-    def complete(self, prompt, *, schema, max_tokens, session=None, progress=None):
+    def complete(self, prompt, *, schema, max_tokens, session=None, progress=None, repeat_penalty=1.0):
         if schema == compaction.SCHEMA:
             Path(marker).write_text("summarizing")
             time.sleep(600)

@@ -35,7 +35,7 @@ class Noting(ScriptedModel):
         self.note_prompts: list[str] = []
         self.note_replies: list[str] = []
 
-    def complete(self, prompt, *, schema, max_tokens, session=None, progress=None):
+    def complete(self, prompt, *, schema, max_tokens, session=None, progress=None, repeat_penalty=1.0):
         if schema == notes.SCHEMA:
             self.note_prompts.append(prompt)
             message = user_turn(prompt)

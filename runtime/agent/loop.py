@@ -83,6 +83,8 @@ EVIDENCE_MIN_UTILITY = 0.2
 # And it must be close to the best match: measured on the default model, shown the expired-key and
 # rate-limit sections beside the revoked-key one, it explained a revoked key as an expired plan or a 429.
 EVIDENCE_MIN_SHARE = 0.5
+# The repeat penalty of a retry after a runaway reply (llama.cpp's, over the last 64 tokens).
+RUNAWAY_PENALTY = 1.3
 APPROVAL_TTL = timedelta(hours=24)
 MAX_CONFLICTS = 3
 
@@ -338,6 +340,7 @@ class _Runner:
         """Steps 5 to 7 for one decision. A refused proposal is explained and retried with a narrower
         choice (the refused tool or skill not offered again, then only answering or escalating), so a
         refusal steers the model instead of ending the task."""
+        penalty = 1.0
         for attempt in range(1, context.LAST_ATTEMPT + 1):
             try:
                 request, schema, choices = request_for(
@@ -358,6 +361,7 @@ class _Runner:
                     max_tokens=trusted.profile.max_output_tokens,
                     session=self.task_id,
                     progress=lambda stage, done, total: self._report(call_index, stage, done, total),
+                    repeat_penalty=penalty,
                 )
             except InferenceError as e:
                 await self._fail(f"the model failed: {e}")
@@ -381,13 +385,17 @@ class _Runner:
                     generation_s=s.generation_s,
                     output=completion.text,
                     prefix_break=broken,
+                    repeat_penalty=penalty,
                 )
             )
+            cut = limit_reached(s.completion_tokens, trusted.profile.max_output_tokens)
             try:
-                action = judge(completion.text, choices, self.view,
-                               limit_reached(s.completion_tokens, trusted.profile.max_output_tokens))
+                action = judge(completion.text, choices, self.view, cut)
             except proposal.Rejected as e:
                 await self._append(ProposalRejected(call_index=call_index, attempt=attempt, error=str(e)))
+                # Told its reply was too long, the default model wrote the same runaway (a tab 300 times,
+                # a CSV's rows past its end) again: greedy decoding repeats itself unless made not to.
+                penalty = RUNAWAY_PENALTY if cut is not None else penalty
                 continue
             await self._append(ProposalAccepted(call_index=call_index, action=action.model_dump(mode="json")))
             return action

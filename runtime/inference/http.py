@@ -159,6 +159,7 @@ class HttpModel(Serialized):
         max_tokens: int,
         session: str | None = None,
         progress: ProgressFn | None = None,
+        repeat_penalty: float = 1.0,
     ) -> Completion:
         prompt_tokens = self.count(prompt)
         check_fits(prompt_tokens, max_tokens, self.n_ctx, self.name)
@@ -166,7 +167,8 @@ class HttpModel(Serialized):
             "prompt": prompt,
             "max_tokens": max_tokens,
             "temperature": 0.0,
-            "repeat_penalty": 1.0,  # both servers default to 1.1, which would change greedy answers
+            # Both servers default to 1.1, which would change greedy answers: 1.0 unless the caller asks.
+            "repeat_penalty": repeat_penalty,
             "seed": SEED,
             "stream": True,
             "cache_prompt": True,

@@ -120,6 +120,7 @@ class LocalModel(Serialized):
         max_tokens: int,
         session: str | None = None,
         progress: ProgressFn | None = None,
+        repeat_penalty: float = 1.0,
     ) -> Completion:
         tokens = self.tokenize(prompt)
         if not tokens:
@@ -130,7 +131,7 @@ class LocalModel(Serialized):
             started = time.perf_counter()
             try:
                 self._switch_to(session)
-                return self._generate(tokens, grammar, max_tokens, started, throttled(progress))
+                return self._generate(tokens, grammar, max_tokens, started, throttled(progress), repeat_penalty)
             except AgentdError:
                 raise
             except Exception as e:
@@ -239,7 +240,13 @@ class LocalModel(Serialized):
             report("evaluating", done, total, last=done == total)
 
     def _generate(
-        self, tokens: list[int], grammar, max_tokens: int, started: float, report: Throttled | None = None
+        self,
+        tokens: list[int],
+        grammar,
+        max_tokens: int,
+        started: float,
+        report: Throttled | None = None,
+        repeat_penalty: float = 1.0,
     ) -> Completion:
         import llama_cpp
 
@@ -254,7 +261,7 @@ class LocalModel(Serialized):
         first_at: float | None = None
         finish_reason = "length"
         abandon = abandonment()
-        stream = llama.generate(tokens, temp=0.0, repeat_penalty=1.0, grammar=grammar)
+        stream = llama.generate(tokens, temp=0.0, repeat_penalty=repeat_penalty, grammar=grammar)
         with closing(stream):
             for token in stream:
                 if abandon is not None:

@@ -86,6 +86,7 @@ class Model(Protocol):
         max_tokens: int,
         session: str | None = None,
         progress: ProgressFn | None = None,
+        repeat_penalty: float = 1.0,
     ) -> Completion: ...
 
     async def acomplete(
@@ -96,6 +97,7 @@ class Model(Protocol):
         max_tokens: int,
         session: str | None = None,
         progress: ProgressFn | None = None,
+        repeat_penalty: float = 1.0,
     ) -> Completion: ...
 
     def stats(self) -> dict[str, Any]: ...
@@ -179,6 +181,7 @@ class Serialized:
         max_tokens: int,
         session: str | None = None,
         progress: ProgressFn | None = None,
+        repeat_penalty: float = 1.0,
     ) -> Completion:
         abandon = Abandonment()
         if progress is not None:
@@ -190,7 +193,8 @@ class Serialized:
                     watched(stage, done, total)
 
         call = functools.partial(
-            self.complete, prompt, schema=schema, max_tokens=max_tokens, session=session, progress=progress
+            self.complete, prompt, schema=schema, max_tokens=max_tokens, session=session, progress=progress,
+            repeat_penalty=repeat_penalty,
         )
         started, ended = threading.Event(), threading.Event()
 

@@ -63,7 +63,7 @@ def shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 
 class ScriptedModel(Serialized):
     """Hands out `replies` in order, one per completion, whatever the prompt; a dict reply is sent as
-    its JSON. `prompts` and `schemas` keep what each call was asked, `replies` what is left.
+    its JSON. `prompts`, `schemas` and `penalties` keep what each call was asked, `replies` what is left.
 
     Its `CallStats` are what a model keeping each session's KV cache would report: the prefix shared
     with the session's previous prompt cached, the rest evaluated, no time spent. With `evaluate=True`
@@ -91,6 +91,7 @@ class ScriptedModel(Serialized):
         self.n_ctx = n_ctx or (like.n_ctx if like is not None else DEFAULT_N_CTX)
         self.prompts: list[str] = []
         self.schemas: list[dict | None] = []
+        self.penalties: list[float] = []
         self._limiter = anyio.CapacityLimiter(1)
         self._last: dict[str | None, list[int]] = {}
 
@@ -111,6 +112,7 @@ class ScriptedModel(Serialized):
         max_tokens: int,
         session: str | None = None,
         progress: ProgressFn | None = None,
+        repeat_penalty: float = 1.0,
     ) -> Completion:
         tokens = self.tokenize(prompt)
         if not tokens:
@@ -124,6 +126,7 @@ class ScriptedModel(Serialized):
             )
         self.prompts.append(prompt)
         self.schemas.append(schema)
+        self.penalties.append(repeat_penalty)
         text = self.replies.pop(0)
         if self.evaluate:
             assert self.like is not None
@@ -135,6 +138,7 @@ class ScriptedModel(Serialized):
                 max_tokens=max_tokens if self.generate else 1,
                 session=session,
                 progress=progress,
+                repeat_penalty=repeat_penalty,
             )
             return Completion(text, real.stats, "stop")
         cached = shared_prefix(self._last.get(session, []), tokens)

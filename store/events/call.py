@@ -174,6 +174,9 @@ class ModelCalled(Event):
     generation_s: float = Field(0.0, ge=0)
     output: str = ""
     prefix_break: str | None = None
+    # Decoding is greedy; above 1 only on a retry after a reply that filled the token limit, which
+    # greedy decoding otherwise writes again token for token.
+    repeat_penalty: float = Field(1.0, ge=1.0)
 
 
 class ProposalAccepted(Event):
