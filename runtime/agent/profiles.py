@@ -161,17 +161,16 @@ WORKSPACE = Profile(
         "The workspace listing shows the files there are; read_file a file before answering about it or changing it.",
         "To change a file: edit_file replaces text in it, append_file adds lines at its end, write_file writes a "
         "whole file (a new one, or all of an old one).",
-        "To count lines or find the ones with a word or number, search_files returns them and how many there are.",
         "Give the final answer as soon as you can answer; cite the results you used (result:c1, ...) as sources.",
     ),
     # No examples: measured on the shipped eval cases, the default model copied whatever an example
     # held into the user's task, a concrete example's answer ("plan.md mentions the budget: 4,000
     # EUR"), an escalation example's reason, and even a placeholder example's "<the answer ...>".
     # The output contract shows the form of each action.
-    tools=(
-        "append_file", "edit_file", "list_files", "read_artifact", "read_file", "search_files", "shell", "start_job",
-        "write_file",
-    ),
+    # search_files is left out. Offered it on five count and lookup cases, the quality model searched for
+    # the request's topic ("orders" in orders.csv, "todo" in todo.txt), found nothing and answered 0: 1/5,
+    # against 5/5 without it, side by side. The default model searched for a whole log line or a header.
+    tools=("append_file", "edit_file", "list_files", "read_artifact", "read_file", "shell", "start_job", "write_file"),
     # The person is the user who asked: what cannot be done is said in the answer. Measured on the
     # default model, with escalate offered it escalated after the first tool error on most tasks.
     escalation=False,
