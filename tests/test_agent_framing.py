@@ -389,16 +389,39 @@ def test_after_a_repeated_call_the_retry_offers_only_tools_not_used_yet(store, w
 
 
 
-def test_an_answer_that_repeats_the_question_put_to_the_model_is_refused(store, workspace, tmp_path) -> None:
+def test_an_answer_that_repeats_what_agentd_told_the_model_is_refused(store, workspace, tmp_path) -> None:
     echoed = ("The request: When is the release? If the results above answer the request, give the final answer: "
               "one full sentence that answers it. If not, call one tool.")
-    rt = runtime(store, tmp_path, [call("read_file", path="notes.txt"), answer(echoed, "result:c1"),
-                                   answer("The release is on March 3.", "result:c1")])
-    task_id = submit(store, workspace, "When is the release?")
+    rt = runtime(store, tmp_path, [
+        call("read_file", path="notes.txt"), answer(echoed, "result:c1"),
+        answer("The release is on March 3.", "result:c1"),
+        # And the reason its last reply was refused, copied as the answer.
+        call("read_file", path="notes.txt"), call("read_file", path="notes.txt"),
+        answer("The user's request was not carried out: read_file was already called with exactly these arguments"),
+        answer("March 3.", "result:c1"),
+    ])
+    decision = submit(store, workspace, "When is the release?")
+    assert run(rt, decision) == "completed"
+    [refused] = events(store, decision, ProposalRejected)
+    assert refused.error.startswith("the answer repeats what you were told instead of answering")
+    assert events(store, decision, AnswerGiven)[0].answer == "The release is on March 3."
+    refusal = submit(store, workspace, "When is the release?")
+    assert run(rt, refusal) == "completed"
+    repeated, copied = events(store, refusal, ProposalRejected)
+    assert repeated.error.startswith("read_file was already called") and copied.error.startswith("the answer repeats")
+    assert events(store, refusal, AnswerGiven)[0].answer == "March 3."
+
+
+def test_an_answer_that_is_the_request_again_is_refused(store, workspace, tmp_path) -> None:
+    request = "Copy the release date from notes.txt into a new file date.txt."
+    rt = runtime(store, tmp_path, [
+        call("read_file", path="notes.txt"), call("write_file", path="date.txt", content="March 3\n"),
+        answer(request, "result:c2"), answer("date.txt now holds the release date, March 3.", "result:c2"),
+    ])
+    task_id = submit(store, workspace, request, allowed_effects=("read", "write"))
     assert run(rt, task_id) == "completed"
-    [refused] = events(store, task_id, ProposalRejected)
-    assert refused.error.startswith("the answer repeats the question put to you")
-    assert events(store, task_id, AnswerGiven)[0].answer == "The release is on March 3."
+    assert events(store, task_id, ProposalRejected)[0].error.startswith("the answer repeats what you were told")
+    assert events(store, task_id, AnswerGiven)[0].answer.startswith("date.txt now holds")
 
 
 def test_a_command_the_request_gives_to_run_is_the_one_that_runs_first(store, workspace, tmp_path) -> None:

@@ -350,10 +350,19 @@ _ASK_NEXT = (
 _ASK_LAST = "Give the final answer now, from the results above."
 
 
-def echoes_decision(text: str) -> bool:
-    """Whether a reply repeats what the decision asked instead of answering: seen on the default model,
-    "The request: ... If the results above answer the request, give the final answer: ..." as its answer."""
-    return any(ask.split(",")[0] in text for ask in (_ASK_NEXT, _ASK_LAST))
+def echoes_instructions(text: str, rejection: str = "", request: str = "") -> bool:
+    """Whether a reply repeats what the model was told instead of answering: the decision asked for,
+    why its last reply was refused, or the request itself. Seen on the default model, as whole answers:
+    "The request: ... If the results above answer the request, give the final answer: ...", "The user's
+    request was not carried out: rotate_api_key was already called with exactly these arguments (call
+    c2)", and "Copy the first item of my todo list (todo.txt) into a new file next.txt."."""
+    said = [ask.split(",")[0] for ask in (_ASK_NEXT, _ASK_LAST)] + [_REFUSED.strip()]
+    if len(request) >= 30:
+        said.append(request)
+    # The opening of the latest refusal's reason: long enough not to be a phrase an answer may use.
+    if len(rejection) >= 30:
+        said.append(rejection[:30])
+    return any(phrase in text for phrase in said)
 
 
 def summary_block(e: ContextCompacted, read: Sequence[str], changed: Sequence[str], tests: str | None) -> Block:
@@ -440,7 +449,10 @@ def _scalar(value) -> str:
 def rejection_block(error: str, attempt: int) -> Block:
     """Why the last reply was refused; the refused reply itself is not shown, lest it be copied again."""
     then = "" if attempt >= LAST_ATTEMPT else " Choose a different action."
-    return Block("rejected", "instruction", "agentd", "trusted", f"Your last reply was not carried out: {error}.{then}")
+    return Block("rejected", "instruction", "agentd", "trusted", f"Your last reply{_REFUSED}{error}.{then}")
+
+
+_REFUSED = " was not carried out: "
 
 
 # A refused proposal is retried with a narrower choice, down to only answering or escalating on the

@@ -944,10 +944,13 @@ def judge(text: str, choices: Choices, view: TaskView, cut_at: int | None = None
         unseen=choices.unseen,
         commands=choices.commands,
     )
-    if isinstance(action, proposal.FinalAnswer) and context.echoes_decision(action.answer):
+    request = goal.own_words(view.transcript.request).strip()
+    if isinstance(action, proposal.FinalAnswer) and context.echoes_instructions(
+        action.answer, view.last_rejection, request
+    ):
         raise proposal.Rejected(
-            "the answer repeats the question put to you instead of answering it; answer the request from the "
-            "results, in a sentence of your own"
+            "the answer repeats what you were told instead of answering; answer the request from the results, "
+            "in a sentence of your own"
         )
     return action
 
