@@ -412,16 +412,18 @@ def test_an_answer_that_repeats_what_agentd_told_the_model_is_refused(store, wor
     assert events(store, refusal, AnswerGiven)[0].answer == "March 3."
 
 
-def test_an_answer_that_is_the_request_again_is_refused(store, workspace, tmp_path) -> None:
-    request = "Copy the release date from notes.txt into a new file date.txt."
+def test_an_echoed_answer_on_the_last_try_stands_rather_than_fail_finished_work(store, workspace, tmp_path) -> None:
+    echoed = "Your last reply was not carried out: write_file was already called with exactly these arguments."
     rt = runtime(store, tmp_path, [
         call("read_file", path="notes.txt"), call("write_file", path="date.txt", content="March 3\n"),
-        answer(request, "result:c2"), answer("date.txt now holds the release date, March 3.", "result:c2"),
+        call("write_file", path="date.txt", content="March 3\n"), answer(echoed), answer(echoed),
     ])
-    task_id = submit(store, workspace, request, allowed_effects=("read", "write"))
+    task_id = submit(store, workspace, "Copy the release date from notes.txt into date.txt.",
+                     allowed_effects=("read", "write"))
     assert run(rt, task_id) == "completed"
-    assert events(store, task_id, ProposalRejected)[0].error.startswith("the answer repeats what you were told")
-    assert events(store, task_id, AnswerGiven)[0].answer.startswith("date.txt now holds")
+    assert [r.attempt for r in events(store, task_id, ProposalRejected)] == [1, 2]
+    assert events(store, task_id, AnswerGiven)[0].answer == echoed
+    assert (workspace / "date.txt").read_text() == "March 3\n"
 
 
 def test_a_command_the_request_gives_to_run_is_the_one_that_runs_first(store, workspace, tmp_path) -> None:

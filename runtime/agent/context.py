@@ -350,15 +350,12 @@ _ASK_NEXT = (
 _ASK_LAST = "Give the final answer now, from the results above."
 
 
-def echoes_instructions(text: str, rejection: str = "", request: str = "") -> bool:
-    """Whether a reply repeats what the model was told instead of answering: the decision asked for,
-    why its last reply was refused, or the request itself. Seen on the default model, as whole answers:
-    "The request: ... If the results above answer the request, give the final answer: ...", "The user's
-    request was not carried out: rotate_api_key was already called with exactly these arguments (call
-    c2)", and "Copy the first item of my todo list (todo.txt) into a new file next.txt."."""
+def echoes_instructions(text: str, rejection: str = "") -> bool:
+    """Whether a reply repeats what agentd told the model instead of answering: the decision asked for,
+    or why its last reply was refused. Seen on the default model, as whole answers: "The request: ...
+    If the results above answer the request, give the final answer: ...", and "The user's request was
+    not carried out: rotate_api_key was already called with exactly these arguments (call c2)"."""
     said = [ask.split(",")[0] for ask in (_ASK_NEXT, _ASK_LAST)] + [_REFUSED.strip()]
-    if len(request) >= 30:
-        said.append(request)
     # The opening of the latest refusal's reason: long enough not to be a phrase an answer may use.
     if len(rejection) >= 30:
         said.append(rejection[:30])

@@ -781,6 +781,8 @@ class Choices:
     unseen: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # Per tool that runs a command: the commands it may run at this step, where they are narrowed.
     commands: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # The decision's last try: a refusal now fails the task, so only what code must refuse is refused.
+    last: bool = False
 
     def narrowed(self, tool: str) -> dict[str, tuple[str, ...]]:
         """The arguments of `tool` whose values are narrowed at this step, with those values."""
@@ -811,7 +813,7 @@ def choices_for(
     hidden = shown.dropped if shown else frozenset()
     sources = tuple(dict.fromkeys(c for c in view.transcript.citable if c not in hidden))
     if kind == "final_step" or attempt >= context.LAST_ATTEMPT:
-        return Choices((), (), sources, escalation)
+        return Choices((), (), sources, escalation, last=attempt >= context.LAST_ATTEMPT)
     active = view.active
     tools = [
         name
@@ -944,10 +946,11 @@ def judge(text: str, choices: Choices, view: TaskView, cut_at: int | None = None
         unseen=choices.unseen,
         commands=choices.commands,
     )
-    request = goal.own_words(view.transcript.request).strip()
-    if isinstance(action, proposal.FinalAnswer) and context.echoes_instructions(
-        action.answer, view.last_rejection, request
-    ):
+    # A poor answer is still an answer: on the last try it stands, rather than fail a task whose work is
+    # done (measured: refused on every try, it failed append_todo, fix_readme_typo and change_port after
+    # their files were right).
+    answer = action.answer if isinstance(action, proposal.FinalAnswer) else None
+    if answer is not None and not choices.last and context.echoes_instructions(answer, view.last_rejection):
         raise proposal.Rejected(
             "the answer repeats what you were told instead of answering; answer the request from the results, "
             "in a sentence of your own"
