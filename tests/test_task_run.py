@@ -159,10 +159,12 @@ def test_task_run_exits_non_zero_when_the_task_failed(agentd, endpoint) -> None:
 
 @pytest.mark.slow
 def test_task_run_exits_non_zero_when_the_task_escalated(agentd, endpoint, tmp_path: Path) -> None:
-    # The support profile hands cases to staff; the workspace profile has no escalation to give.
+    # The support profile hands cases to staff once something went wrong (here another tenant's account
+    # was refused); the workspace profile has no escalation to give.
     accounts = tmp_path / "accounts.json"
     accounts.write_text((REPO / "examples" / "support_agent" / "accounts.json").read_text())
-    env = {**endpoint([{"action": "escalate", "reason": "a person must decide this"}]),
+    check = {"action": "call_tool", "tool": "check_api_key_status", "arguments": {"account_id": "A-456"}}
+    env = {**endpoint([check, {"action": "escalate", "reason": "a person must decide this"}]),
            "AGENTD_PLUGINS": str(REPO / "examples" / "support_agent" / "plugin.py"),
            "SUPPORT_AGENT_ACCOUNTS": str(accounts)}
     task_id = submitted(agentd, env, "--profile", "support", "--tenant", "acme")
