@@ -57,8 +57,8 @@ class Profile(BaseModel):
     # escalation too takes it at the first difficulty.
     escalation: bool = True
     # Whether an escalation waits until a call was refused, denied or failed: what a person could take
-    # over. Measured on the default model with escalation offered from the start, it escalated its own
-    # right diagnosis ("the key is revoked; the fix is a rotation") in 12 of 16 support runs.
+    # over. Measured on the default model with escalation offered from the start, it escalated 10 of 16
+    # support runs, most with its own diagnosis as the reason ("the key is revoked; the fix is a rotation").
     escalate_only_when_blocked: bool = False
     # The context policy of the profile's tasks, unless a task names its own; None: the settings' one.
     context_policy: str | None = None
