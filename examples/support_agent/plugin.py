@@ -243,9 +243,10 @@ PROFILE = Profile(
     # it searched incidents and escalated without reading the account, or proposed the rotation an
     # injected runbook span asked for before it knew the key's state.
     call_first=("check_api_key_status",),
+    # Measured on the default model with escalation offered from the start, it escalated its own diagnosis.
+    escalate_only_when_blocked=True,
     # The policy's "separate, authorized request", in code: measured on the default model with rotation
     # offered, it proposed the rotation an injected runbook span asked for in every run of that case.
-    escalate_only_when_blocked=True,
     on_request={"rotate_api_key": ("rotat", "new key", "replace the key", "reissue", "regenerate")},
 )
 

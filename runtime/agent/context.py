@@ -348,6 +348,8 @@ _ASK_NEXT = (
     "If not, call one tool."
 )
 _ASK_LAST = "Give the final answer now, from the results above."
+# How a refusal is put to the model; echoes_instructions looks for it in answers.
+_REFUSED = " was not carried out: "
 
 
 def echoes_instructions(text: str, rejection: str = "") -> bool:
@@ -447,9 +449,6 @@ def rejection_block(error: str, attempt: int) -> Block:
     """Why the last reply was refused; the refused reply itself is not shown, lest it be copied again."""
     then = "" if attempt >= LAST_ATTEMPT else " Choose a different action."
     return Block("rejected", "instruction", "agentd", "trusted", f"Your last reply{_REFUSED}{error}.{then}")
-
-
-_REFUSED = " was not carried out: "
 
 
 # A refused proposal is retried with a narrower choice, down to only answering or escalating on the

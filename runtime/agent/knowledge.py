@@ -148,22 +148,20 @@ def retrieve(
     `min_share` leaves out a section that scores under that share of the best match for the query,
     shown before or not: a weak match is a distraction next to a strong one, however much room is left.
     """
-    allowed = [s for s in sections if s.allowed_for(tenant)]
-    in_scope = [s for s in allowed if s.cite not in exclude]
     q = terms(query)
 
     def base(s: Section) -> float:
         return relevance(q, s) * s.authority * (1.0 if s.current else 0.2) - (0.0 if s.current else 0.2)
 
-    floor = max(min_utility, min_share * max((base(s) for s in allowed), default=0.0))
-
-    ranked = sorted(in_scope, key=lambda s: (-base(s), s.cite))
+    scored = [(base(s), s) for s in sections if s.allowed_for(tenant)]
+    floor = max(min_utility, min_share * max((b for b, _ in scored), default=0.0))
+    ranked = sorted(((b, s) for b, s in scored if s.cite not in exclude), key=lambda p: (-p[0], p[1].cite))
     selected: list[Scored] = []
     left_out: list[tuple[Scored, str]] = []
     chosen_docs: set[str] = set()
     used = 0
-    for s in ranked:
-        utility = round(base(s) - (0.1 if s.doc_id in chosen_docs else 0.0), 4)
+    for b, s in ranked:
+        utility = round(b - (0.1 if s.doc_id in chosen_docs else 0.0), 4)
         c = Scored(s, utility, count(s.text))
         if utility <= 0:
             left_out.append((c, "not useful for this decision (utility <= 0)"))

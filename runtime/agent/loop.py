@@ -815,12 +815,13 @@ def choices_for(
     if kind == "final_step" or attempt >= context.LAST_ATTEMPT:
         return Choices((), (), sources, escalation, last=attempt >= context.LAST_ATTEMPT)
     active = view.active
+    request = goal.own_words(view.transcript.request)
     tools = [
         name
         for name in offered
         if not (name in activation.SKILL_TOOLS and not active)
         and not (name == "read_artifact" and not view.artifact_refs)
-        and (name not in (on_request or {}) or _asked_for(name, on_request[name], view))
+        and (name not in (on_request or {}) or _asked_for(name, on_request[name], request, view))
     ]
     pinned = view.pinned
     skills = [e.name for e in pinned.entries if e.name not in active] if pinned else []
@@ -847,7 +848,6 @@ def choices_for(
     # A file whose content this request no longer shows may be read again.
     unread = shown.unread if shown else frozenset()
     if known.complete:
-        request = goal.own_words(view.transcript.request)
         held = known.read - unread
         changed = set(view.transcript.changed_paths)
         # A file is changed only once its content is in front of the model: read, or written by the
@@ -892,7 +892,7 @@ def choices_for(
                 tools.remove(name)
     # A command the request gives to run is what runs first, as written: measured on the default model,
     # "Run `python3 src/app.py` and tell me what it prints" ran echo 'Hello, world!'.
-    given = relevance.commands(goal.own_words(view.transcript.request))
+    given = relevance.commands(request)
     commands: dict[str, tuple[str, ...]] = {}
     if given and not set(given) & _commands_run(view):
         commands = {t: given for t in tools if t in contracts and "command" in contracts[t].input_model.model_fields}
@@ -921,10 +921,10 @@ def limit_reached(completion_tokens: int, max_output_tokens: int) -> int | None:
     return max_output_tokens if completion_tokens >= max_output_tokens else None
 
 
-def _asked_for(tool: str, words: Sequence[str], view: TaskView) -> bool:
-    """Whether the user's latest message asks for what `tool` does: in its own words, or through a skill
-    the user invoked that names the tool. Documents, tool results and pasted text never count."""
-    said = goal.own_words(view.transcript.request).lower()
+def _asked_for(tool: str, words: Sequence[str], request: str, view: TaskView) -> bool:
+    """Whether the user's latest message (`request`, its own words) asks for what `tool` does, or a skill
+    the user invoked names the tool. Documents, tool results and pasted text never count."""
+    said = request.lower()
     if any(re.search(rf"\b{re.escape(w.lower())}", said) for w in words):
         return True
     return any(s.by == "user" and re.search(rf"\b{re.escape(tool)}\b", s.body) for s in view.active.values())

@@ -80,7 +80,8 @@ class SearchFiles(Tool[SearchFilesArgs, SearchFilesOutput]):
         # A folder's files that are not text are passed over; a file named on its own is the call's
         # subject, and what is wrong with it is the call's error.
         for path in _files_in(ctx, real) if real.is_dir() else [real]:
-            lines = _lines(path, relative(ctx, path), strict=path == real)
+            name = relative(ctx, path)
+            lines = _lines(path, name, strict=path == real)
             if lines is None:
                 continue
             searched += 1
@@ -88,7 +89,7 @@ class SearchFiles(Tool[SearchFilesArgs, SearchFilesOutput]):
                 if wanted in line.casefold():
                     count += 1
                     if len(matches) < MAX_MATCHES:
-                        matches.append(Match(path=relative(ctx, path), line=number, text=line[:LINE_CHARS]))
+                        matches.append(Match(path=name, line=number, text=line[:LINE_CHARS]))
         return SearchFilesOutput(
             text=args.text, count=count, matches=matches, omitted=count - len(matches), files_searched=searched
         )
