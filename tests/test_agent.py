@@ -186,7 +186,9 @@ def test_invalid_json_despite_the_grammar_is_retried_narrower_then_fails_the_tas
     assert "refused 3 times" in events(store, task_id, TaskPhaseChanged)[-1].reason
 
 
-def test_a_reply_cut_off_at_the_token_limit_is_refused_as_too_long_and_retried_against_repeats(store, workspace, tmp_path):
+def test_a_reply_cut_off_at_the_token_limit_is_refused_as_too_long_and_retried_against_repeats(
+    store, workspace, tmp_path
+) -> None:
     short = WORKSPACE.model_copy(update={"name": "short", "max_output_tokens": 16})
     runaway = '{"thought": "", "action": "final_answer", "answer": "' + "March 3, " * 20
     rt = scripted(store, tmp_path, [runaway, answer("March 3")], profiles={"short": short})
