@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from runtime.agent import compaction, goal as goal_text
+from runtime.agent import compaction, excerpt, goal as goal_text
 from runtime.agent.goal import message_turn
 from runtime.agent.blocks import Block, join, neutralize, step_calls
 from runtime.inference.model import Message
@@ -166,7 +166,7 @@ class Transcript:
             self.paths.complete = False
         elif isinstance(e, ToolCallExecuted):
             self.paths.executed(e)
-            block = observation_block(e)
+            block = observation_block(e, self.request)
             self.entries.append(block)
             self.results[block.label] = e
             self.seqs[block.label] = rec.seq
@@ -410,8 +410,8 @@ def notifications_block(e: NotificationsAdmitted) -> Block:
     return Block("notifications", "notification", f"queue:{ids}", "trusted", neutralize("\n".join(lines)))
 
 
-def observation_block(e: ToolCallExecuted) -> Block:
-    return Block(f"result:{e.call_id}", "observation", f"tool:{e.tool}", "untrusted", observation_text(e))
+def observation_block(e: ToolCallExecuted, request: str = "") -> Block:
+    return Block(f"result:{e.call_id}", "observation", f"tool:{e.tool}", "untrusted", observation_text(e, request))
 
 
 # Kept in the log and the artifact index, left out of what the model reads: a hash is 64 characters
@@ -419,10 +419,12 @@ def observation_block(e: ToolCallExecuted) -> Block:
 _UNSHOWN = frozenset({"tool", "status", "sha256"})
 
 
-def observation_text(e: ToolCallExecuted) -> str:
+def observation_text(e: ToolCallExecuted, request: str = "") -> str:
     """A result as lines a small model reads easily: `key: value`, a list of records one per line,
     and multi-line text (a file's content, a command's output) last and as it is, not JSON-escaped
-    (measured: the default model misread escaped content, and counted "\\n" as lines)."""
+    (measured: the default model misread escaped content, and counted "\\n" as lines). Where
+    `request`, the message the call was made for, asks a question, a file's content is followed by
+    the lines of it the question mentions (see agent.excerpt)."""
     lines = [f"status: {e.status}"]
     texts: list[tuple[str, str]] = []
     for key in sorted(e.observation):
@@ -438,6 +440,12 @@ def observation_text(e: ToolCallExecuted) -> str:
             lines.append(f"{key}: {_scalar(value)}")
     for key, value in texts:
         lines += [f"{key}:", value.rstrip("\n")]
+    content, path = e.observation.get("content"), e.observation.get("path")
+    asked = goal_text.own_words(request)
+    if excerpt.is_question(asked) and isinstance(content, str) and isinstance(path, str):
+        found = excerpt.lines(asked, path, content)
+        if found is not None:
+            lines.append(found.text())
     return "\n".join(lines)
 
 

@@ -31,7 +31,7 @@ def focus(request: str, files: Iterable[str]) -> set[str]:
     folder or with a name word it uses; all of them."""
     files = set(files)
     text = request.lower()
-    words = {_singular(w) for w in _WORD.findall(text)}
+    words = {singular(w) for w in _WORD.findall(text)}
     tiers = (
         lambda f: _mentions(text, f.lower()) or _mentions(text, _name(f)),
         lambda f: _stem_named(_name(f), words),
@@ -64,7 +64,7 @@ def _name(path: str) -> str:
 
 def _stem_named(name: str, words: set[str]) -> bool:
     stem = name.rsplit(".", 1)[0] if "." in name.lstrip(".") else name
-    return len(stem) >= 3 and _WORD.fullmatch(stem) is not None and _singular(stem) in words
+    return len(stem) >= 3 and _WORD.fullmatch(stem) is not None and singular(stem) in words
 
 
 def _mentions(text: str, phrase: str) -> bool:
@@ -80,11 +80,11 @@ def _path_words(path: str) -> set[str]:
         if w in _NOISE:
             continue
         if (w.isalpha() and len(w) >= 3) or (w.isdigit() and len(w) == 4):
-            out.add(_singular(w))
+            out.add(singular(w))
     return out
 
 
-def _singular(word: str) -> str:
+def singular(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
