@@ -48,6 +48,15 @@ def test_edit_file_with_text_the_file_lacks_changes_nothing_and_shows_the_closes
     assert outcome.artifact_events == ()
 
 
+def test_an_edit_that_would_change_nothing_is_refused_and_writes_nothing(ctx, workspace) -> None:
+    (workspace / "README.md").write_text("You should recieve an answer.\n")
+    outcome = execute(EditFile(), ctx, {"path": "README.md", "old": "recieve", "new": "recieve"})
+    assert (outcome.status, outcome.error) == ("invalid_arguments", "invalid_arguments")
+    assert "new is the same as old" in outcome.observation["message"]
+    assert outcome.artifact_events == ()
+    assert (workspace / "README.md").read_text() == "You should recieve an answer.\n"
+
+
 def test_edit_file_can_delete_text(ctx, workspace) -> None:
     (workspace / "README.md").write_text("Hello  world\n")
     assert execute(EditFile(), ctx, {"path": "README.md", "old": " ", "new": ""}).status == "ok"

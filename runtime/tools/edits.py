@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from runtime.tools.contract import Effect, Tool, ToolContext, ToolContract, ToolFailure
 from runtime.tools.files import (
@@ -44,6 +44,14 @@ class EditFileArgs(BaseModel):
     path: str = WorkspacePath
     old: str = Field(min_length=1, max_length=MAX_WRITE_CHARS, description="the exact text to replace, as the file has it")
     new: str = Field(max_length=MAX_WRITE_CHARS, description="the text to put in its place; empty to delete it")
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> "EditFileArgs":
+        # Seen on the default model asked to fix "recieve": old "recieve", new "recieve". The tool
+        # would report a replacement and the task would answer that the typo was fixed.
+        if self.old == self.new:
+            raise ValueError("new is the same as old, so nothing would change: give the text as it should read after the change")
+        return self
 
 
 class EditFileOutput(BaseModel):
