@@ -18,6 +18,7 @@ import pytest
 from runtime.inference.http import HttpModel
 from runtime.inference.local import LocalModel, load_model
 from runtime.inference.model import ABANDON_GRACE_S, Message, Model
+from runtime.agent import proposal
 from runtime.inference.grammar import schema_grammar
 from runtime.inference.model_file import smoke_model_path
 from runtime.errors import ContextOverflow, InferenceError, ModelFileError
@@ -395,3 +396,14 @@ def test_the_grammar_keeps_raw_control_characters_out_of_json_strings(model: Loc
     assert not _allowed_after(model, gbnf, '{"answer": "a', "\t")
     assert _allowed_after(model, gbnf, '{"answer": "a', "b")
     assert _allowed_after(model, gbnf, '{"answer": "a\\', "n")
+
+
+def test_the_proposal_grammar_opens_every_thought_with_what_the_results_show(model: LocalModel) -> None:
+    """Left free, the default model's thought restated the request ("The request does not answer the
+    request.") and its answer followed it; the grammar opens the thought the same way every time."""
+    gbnf = schema_grammar(proposal.schema({"read_file": {"type": "object"}}, skills=[], citable=["workspace"]))
+    assert _allowed_after(model, gbnf, '{"thought": "', "The")
+    assert not _allowed_after(model, gbnf, '{"thought": "', "I")
+    assert not _allowed_after(model, gbnf, '{"thought": "The', " request")
+    assert _allowed_after(model, gbnf, '{"thought": "The results show ', "three")
+    assert not _allowed_after(model, gbnf, '{"thought": "The results show three', "\n")

@@ -99,7 +99,7 @@ def schema(
         options.append(
             _object(action={"const": "escalate"}, reason={"type": "string", "minLength": 1, "maxLength": REASON_CHARS})
         )
-    return {"anyOf": options}
+    return {"anyOf": options, "$defs": _DEFINITIONS}
 
 
 def _sources(citable: Sequence[str]) -> dict:
@@ -109,8 +109,26 @@ def _sources(citable: Sequence[str]) -> dict:
     return {"type": "array", "items": {"enum": ids}, "maxItems": MAX_SOURCES}
 
 
+# The thought opens with what the results show. Left free, the default model's thought restated the
+# request or the decision block ("The request does not answer the request.") and its answer followed
+# the thought, not the results; the quality model's thought restated what a file it was asked to
+# change held, and ended "so the file remains unchanged". Opened this way, on the decisions where they
+# went wrong, the default model counted three errors where it had said one, and the quality model made
+# the edits it had skipped (write and multi-step cases: 9 of 9 against 6). Code does not check the
+# opening: a log recorded before it, or another model's reply, is read as it is.
+THOUGHT_OPENING = "The results show "
+# A JSON string's characters (no quote, backslash or control character), at most this many of them.
+# Defined once and referred to by every action: llama.cpp's converter spells a bound out in full, once
+# per place it is used (inline in each action, the grammar of the built-in tools was 76 kB).
+_THOUGHT = {
+    "type": "string",
+    "pattern": f'^{THOUGHT_OPENING}[^"\\\\\\x00-\\x1f]{{0,{REASON_CHARS - len(THOUGHT_OPENING)}}}$',
+}
+_DEFINITIONS = {"thought": _THOUGHT}
+
+
 def _object(**properties: dict) -> dict:
-    properties = {"thought": {"type": "string", "maxLength": REASON_CHARS}, **properties}
+    properties = {"thought": {"$ref": "#/$defs/thought"}, **properties}
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
 
