@@ -104,6 +104,15 @@ def test_the_grammar_lets_an_answer_cite_only_the_ids_of_the_data_shown(store, w
     assert '<data id="result:c1"' in prompt
 
 
+def test_the_thought_opens_with_what_the_results_show_once_there_are_results(store, workspace, tmp_path) -> None:
+    rt = runtime(store, tmp_path, [call("read_file", path="notes.txt"), answer("March 3", "notes.txt")])
+    task_id = submit(store, workspace, "When is the release? See notes.txt.")
+    assert run(rt, task_id) == "completed"
+    first, second = (s["$defs"]["thought"] for s in rt.model.schemas)
+    assert "pattern" not in first
+    assert second["pattern"].startswith("^The results show ")
+
+
 def test_evidence_is_shown_under_the_cite_the_runbook_and_skill_use(store, tmp_path, monkeypatch) -> None:
     accounts = tmp_path / "accounts.json"
     accounts.write_text((EXAMPLE / "accounts.json").read_text())

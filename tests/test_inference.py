@@ -407,3 +407,6 @@ def test_the_proposal_grammar_opens_every_thought_with_what_the_results_show(mod
     assert not _allowed_after(model, gbnf, '{"thought": "The', " request")
     assert _allowed_after(model, gbnf, '{"thought": "The results show ', "three")
     assert not _allowed_after(model, gbnf, '{"thought": "The results show three', "\n")
+    # Before any result there is nothing to say it shows: the thought is free.
+    free = schema_grammar(proposal.schema({"read_file": {"type": "object"}}, [], citable=["workspace"], results=False))
+    assert _allowed_after(model, free, '{"thought": "', "I")

@@ -699,6 +699,7 @@ def request_for(
         allow_answer=usable.answer,
         citable=usable.sources,
         allow_escalate=usable.escalation,
+        results=bool(transcript.results),
     )
     request = context.assemble(
         prefix=prefix,

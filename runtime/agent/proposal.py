@@ -75,12 +75,14 @@ def schema(
     allow_answer: bool = True,
     citable: Sequence[str] = (),
     allow_escalate: bool = True,
+    results: bool = True,
 ) -> dict:
     """The output contract of one decision: one of the allowed actions, nothing else.
 
     `tool_arguments` maps each tool usable in this decision to the JSON schema of its arguments;
     `citable` are the ids of the data blocks the model was shown, the only sources an answer can
     name: the grammar then cannot write an id the model never saw, nor miss one by a character.
+    `results`: whether the model has been shown a tool's result, which the thought then opens with.
     """
     options: list[dict] = []
     for name in sorted(tool_arguments):
@@ -99,7 +101,7 @@ def schema(
         options.append(
             _object(action={"const": "escalate"}, reason={"type": "string", "minLength": 1, "maxLength": REASON_CHARS})
         )
-    return {"anyOf": options, "$defs": _DEFINITIONS}
+    return {"anyOf": options, "$defs": {"thought": _THOUGHT if results else _FREE_THOUGHT}}
 
 
 def _sources(citable: Sequence[str]) -> dict:
@@ -109,13 +111,15 @@ def _sources(citable: Sequence[str]) -> dict:
     return {"type": "array", "items": {"enum": ids}, "maxItems": MAX_SOURCES}
 
 
-# The thought opens with what the results show. Left free, the default model's thought restated the
-# request or the decision block ("The request does not answer the request.") and its answer followed
-# the thought, not the results; the quality model's thought restated what a file it was asked to
+# Once there are results, the thought opens with what they show. Left free, the default model's
+# thought restated the request or the decision block ("The request does not answer the request.") and
+# its answer followed the thought, not the results; the quality model's thought restated what a file it was asked to
 # change held, and ended "so the file remains unchanged". Opened this way, on the decisions where they
 # went wrong, the default model counted three errors where it had said one, and the quality model made
 # the edits it had skipped (write and multi-step cases: 9 of 9 against 6). Code does not check the
-# opening: a log recorded before it, or another model's reply, is read as it is.
+# opening: a log recorded before it, or another model's reply, is read as it is. Before the first
+# result it is free: opened so there, the quality model made up what a file said ("the Q3 report is
+# due in the notes/ideas.md file") and read the wrong one.
 THOUGHT_OPENING = "The results show "
 # A JSON string's characters (no quote, backslash or control character), at most this many of them.
 # Defined once and referred to by every action: llama.cpp's converter spells a bound out in full, once
@@ -124,7 +128,7 @@ _THOUGHT = {
     "type": "string",
     "pattern": f'^{THOUGHT_OPENING}[^"\\\\\\x00-\\x1f]{{0,{REASON_CHARS - len(THOUGHT_OPENING)}}}$',
 }
-_DEFINITIONS = {"thought": _THOUGHT}
+_FREE_THOUGHT = {"type": "string", "maxLength": REASON_CHARS}
 
 
 def _object(**properties: dict) -> dict:
