@@ -46,7 +46,7 @@ class EditFileArgs(BaseModel):
     new: str = Field(max_length=MAX_WRITE_CHARS, description="the text to put in its place; empty to delete it")
 
     @model_validator(mode="after")
-    def _changes_something(self) -> "EditFileArgs":
+    def _changes_something(self) -> EditFileArgs:
         # Seen on the default model asked to fix "recieve": old "recieve", new "recieve". The tool
         # would report a replacement and the task would answer that the typo was fixed.
         if self.old == self.new:
