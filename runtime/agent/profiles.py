@@ -23,7 +23,7 @@ from store.events import SkillCatalogPinned
 def output_contract(escalation: bool) -> str:
     return (
         "Reply with exactly one JSON object and nothing else, one of:\n"
-        '{"thought": "The results show <what they show, and what is left to do>", "action": "call_tool", "tool": "<a tool '
+        '{"thought": "<what the results show, and what is left to do>", "action": "call_tool", "tool": "<a tool '
         'from <tools>>", "arguments": {...}}\n'
         '{"thought": "...", "action": "final_answer", "answer": "<the answer>", "sources": ["<the id of each <data> '
         'block you used>"]}\n'
