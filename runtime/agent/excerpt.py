@@ -25,9 +25,9 @@ _QUESTION = frozenset(
     "a about according all an and any are as at be by can could do does file files folder for from "
     "give has have how i in into is it its look lines line list many me much my new of on one or "
     "please put say says show tell that the there this to what when where which who why with you your "
-    "make each only per should would will can could must need instead".split()
+    "make each only per should would will must need instead".split()
 )
-# More than this many lines is a file the request does not narrow; the count is still given.
+# At most this many lines are repeated; the rest are counted, and the file above still holds them.
 EXCERPT_LINES = 12
 
 

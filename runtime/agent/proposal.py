@@ -113,13 +113,13 @@ def _sources(citable: Sequence[str]) -> dict:
 
 # Once there are results, the thought opens with what they show. Left free, the default model's
 # thought restated the request or the decision block ("The request does not answer the request.") and
-# its answer followed the thought, not the results; the quality model's thought restated what a file it was asked to
-# change held, and ended "so the file remains unchanged". Opened this way, on the decisions where they
-# went wrong, the default model counted three errors where it had said one, and the quality model made
-# the edits it had skipped (write and multi-step cases: 9 of 9 against 6). Code does not check the
-# opening: a log recorded before it, or another model's reply, is read as it is. Before the first
-# result it is free: opened so there, the quality model made up what a file said ("the Q3 report is
-# due in the notes/ideas.md file") and read the wrong one.
+# its answer followed the thought, not the results; the quality model's thought restated what a file
+# it was asked to change held, and ended "so the file remains unchanged". Opened this way the default
+# model counted the three errors it had called one, and the quality model made the edits it had
+# skipped (write and multi-step screening: 9 of 9 against 6). Code does not check the opening: a log
+# recorded before it, or another model's reply, is read as it is. Before the first result it is
+# free: opened so there, the quality model made up what a file said ("the Q3 report is due in the
+# notes/ideas.md file") and read the wrong one.
 THOUGHT_OPENING = "The results show "
 # A JSON string's characters (no quote, backslash or control character), at most this many of them.
 # Defined once and referred to by every action: llama.cpp's converter spells a bound out in full, once
