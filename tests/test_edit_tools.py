@@ -9,6 +9,7 @@ import pytest
 
 from runtime.artifacts import ArtifactStore
 from runtime.tools import AppendFile, EditFile, ToolContext, execute
+from runtime.tools.edits import WHOLE_FILE_LINES
 from runtime.tools.workspace import survey
 from store.events import ArtifactWritten
 
@@ -37,6 +38,32 @@ def test_edit_file_replaces_every_place_and_shows_the_changed_lines(ctx, workspa
     assert outcome.observation["changed_lines"] == ["def welcome(name):", 'print(welcome("tidy"))']
     [written] = [e for e in outcome.artifact_events if isinstance(e, ArtifactWritten)]
     assert written.path == "app.py"
+
+
+def test_an_edit_of_a_short_file_shows_the_whole_file_after_it(ctx, workspace) -> None:
+    (workspace / "app.toml").write_text('debug = true\nport = 8080\nlog_level = "info"\n')
+    outcome = execute(EditFile(), ctx, {"path": "app.toml", "old": "debug = true", "new": "debug = false"})
+    assert outcome.observation["file_after"] == 'debug = false\nport = 8080\nlog_level = "info"\n'
+    assert outcome.observation["old_names_left"] is None
+
+
+def test_an_edit_of_a_long_file_shows_only_the_changed_lines(ctx, workspace) -> None:
+    (workspace / "long.txt").write_text("".join(f"line {n}\n" for n in range(WHOLE_FILE_LINES)) + "the end\n")
+    outcome = execute(EditFile(), ctx, {"path": "long.txt", "old": "the end", "new": "The end."})
+    assert outcome.observation["file_after"] is None
+    assert outcome.observation["changed_lines"] == ["The end."]
+
+
+def test_an_edit_that_renames_one_use_points_at_the_uses_left(ctx, workspace) -> None:
+    (workspace / "app.py").write_text('def greet(name):\n    return name\n\nprint(greet("tidy"))\n')
+    outcome = execute(EditFile(), ctx, {"path": "app.py", "old": "def greet(name):", "new": "def welcome(name):"})
+    assert outcome.observation["old_names_left"] == 'line 4 still has greet: print(greet("tidy"))'
+
+
+def test_a_changed_value_is_not_reported_as_a_name_left_elsewhere(ctx, workspace) -> None:
+    (workspace / "app.toml").write_text("debug = true\nverbose = true\n")
+    outcome = execute(EditFile(), ctx, {"path": "app.toml", "old": "debug = true", "new": "debug = false"})
+    assert outcome.observation["old_names_left"] is None
 
 
 def test_edit_file_with_text_the_file_lacks_changes_nothing_and_shows_the_closest_lines(ctx, workspace) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import re
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -28,6 +29,13 @@ from store.events import ArtifactWritten
 
 # Lines of the file shown back after a change, so the model sees the result without reading again.
 SHOWN_LINES = 12
+# A file this short is shown whole after an edit. Shown only the changed line, the quality model
+# took `debug = false` for the whole file and wrote it over config/app.toml, port and all.
+WHOLE_FILE_LINES = 40
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Values, not names: `debug = true` made `debug = false` says nothing about other lines' `true`.
+_LITERALS = frozenset({"true", "false", "none", "null", "nil", "yes", "no", "on", "off"})
 
 _TEXT_ERRORS = {
     "not_found": "no file at that path; write_file creates one",
@@ -60,6 +68,13 @@ class EditFileOutput(BaseModel):
     size: int = Field(ge=0, description="bytes")
     sha256: str = Sha256
     changed_lines: list[str] = Field(description=f"the lines that hold the new text, at most {SHOWN_LINES}")
+    file_after: str | None = Field(None, description=f"the whole file after the change, if it has at most {WHOLE_FILE_LINES} lines")
+    old_names_left: str | None = Field(
+        None,
+        description=(
+            f"lines that still use a name `old` had and `new` does not (a renamed function's calls), at most {SHOWN_LINES}"
+        ),
+    )
 
 
 class AppendFileArgs(BaseModel):
@@ -117,8 +132,13 @@ class EditFile(Tool[EditFileArgs, EditFileOutput]):
         digest = hashlib.sha256(data).hexdigest()
         ctx.record(ArtifactWritten(path=name, sha256=digest, size=len(data)))
         marker = args.new.strip() or None
-        shown = [line for line in changed.splitlines() if marker and marker.splitlines()[0] in line][:SHOWN_LINES]
-        return EditFileOutput(path=name, replaced=count, size=len(data), sha256=digest, changed_lines=shown)
+        lines = changed.splitlines()
+        shown = [line for line in lines if marker and marker.splitlines()[0] in line][:SHOWN_LINES]
+        return EditFileOutput(
+            path=name, replaced=count, size=len(data), sha256=digest, changed_lines=shown,
+            file_after=changed if len(lines) <= WHOLE_FILE_LINES else None,
+            old_names_left=_names_left(lines, args.old, args.new),
+        )
 
 
 class AppendFile(Tool[AppendFileArgs, AppendFileOutput]):
@@ -173,6 +193,28 @@ def _read_text(real, name: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise binary_failure(name, data, digest) from None
+
+
+def replaced_names(old: str, new: str) -> set[str]:
+    """The names (identifiers, not values such as `true`) that `old` has and `new` does not."""
+    return {w for w in _WORD.findall(old) if len(w) > 2 and w.lower() not in _LITERALS} - set(_WORD.findall(new))
+
+
+def _names_left(lines: list[str], old: str, new: str) -> str | None:
+    """Where the file still uses a name the edit took out. Measured on the quality model: asked to
+    rename `greet` and update its call, it changed `def greet(name):` and answered that both were done."""
+    gone = replaced_names(old, new)
+    if not gone:
+        return None
+    left = []
+    for number, line in enumerate(lines, 1):
+        names = sorted(w for w in gone if re.search(rf"\b{w}\b", line))
+        if names:
+            left.append(f"line {number} still has {', '.join(names)}: {line.strip()}")
+    if not left:
+        return None
+    more = f"\n(and {len(left) - SHOWN_LINES} more)" if len(left) > SHOWN_LINES else ""
+    return "\n".join(left[:SHOWN_LINES]) + more
 
 
 def _closest(text: str, old: str) -> list[str]:
