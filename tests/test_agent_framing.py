@@ -435,6 +435,53 @@ def test_an_echoed_answer_on_the_last_try_stands_rather_than_fail_finished_work(
     assert (workspace / "date.txt").read_text() == "March 3\n"
 
 
+def test_an_answer_after_an_edit_that_left_uses_of_the_old_name_is_refused_once(store, workspace, tmp_path) -> None:
+    (workspace / "app.py").write_text('def greet(name):\n    return name\n\nprint(greet("tidy"))\n')
+    goal_text = "In app.py, rename the function greet to welcome, and update the place where it is called."
+    rt = runtime(store, tmp_path, [
+        call("read_file", path="app.py"),
+        call("edit_file", path="app.py", old="def greet(name):", new="def welcome(name):"),
+        answer("Renamed greet to welcome.", "result:c2"),
+        call("edit_file", path="app.py", old="greet", new="welcome"),
+        answer("Renamed greet to welcome, and its call.", "result:c3"),
+        # A second task whose model holds to its answer: refused once, then it stands.
+        call("read_file", path="app.py"),
+        call("edit_file", path="app.py", old="def welcome(name):", new="def hello(name):"),
+        answer("Renamed the definition only.", "result:c2"), answer("Renamed the definition only.", "result:c2"),
+    ])
+    fixed = submit(store, workspace, goal_text, allowed_effects=("read", "write"))
+    assert run(rt, fixed) == "completed"
+    [refused] = events(store, fixed, ProposalRejected)
+    assert refused.error == ('app.py still uses a name your edit replaced: line 4 still has greet: print(greet("tidy")); '
+                             "change those too, or answer saying why they stay")
+    # The retry may change only the names left, in that file, or answer.
+    retry = options(rt.model.schemas[3])
+    assert set(retry) == {"call_tool:edit_file", "final_answer"}
+    narrowed = retry["call_tool:edit_file"]["arguments"]["properties"]
+    assert (narrowed["path"]["enum"], narrowed["old"]["enum"]) == (["app.py"], ["greet"])
+    assert (workspace / "app.py").read_text() == 'def welcome(name):\n    return name\n\nprint(welcome("tidy"))\n'
+    assert not events(store, fixed, ProposalRejected)[1:]
+    kept = submit(store, workspace, "Rename welcome to hello in its definition only.", allowed_effects=("read", "write"))
+    assert run(rt, kept) == "completed"
+    assert len(events(store, kept, ProposalRejected)) == 1
+    assert events(store, kept, AnswerGiven)[0].answer == "Renamed the definition only."
+
+
+def test_the_retry_after_names_were_left_refuses_an_edit_of_other_text(store, workspace, tmp_path) -> None:
+    (workspace / "app.py").write_text('def greet(name):\n    return name\n\nprint(greet("tidy"))\n')
+    rt = runtime(store, tmp_path, [
+        call("read_file", path="app.py"),
+        call("edit_file", path="app.py", old="def greet(name):", new="def welcome(name):"),
+        answer("Renamed.", "result:c2"),
+        call("edit_file", path="app.py", old='print(greet("tidy"))', new='print(welcome("tidy"))'),
+        answer("Renamed the definition.", "result:c2"),
+    ])
+    task_id = submit(store, workspace, "Rename greet to welcome in app.py.", allowed_effects=("read", "write"))
+    assert run(rt, task_id) == "completed"
+    assert events(store, task_id, ProposalRejected)[1].error == "edit_file's old can only be greet now"
+    assert (workspace / "app.py").read_text() == 'def welcome(name):\n    return name\n\nprint(greet("tidy"))\n'
+
+
 def test_a_command_the_request_gives_to_run_is_the_one_that_runs_first(store, workspace, tmp_path) -> None:
     rt = runtime(store, tmp_path, [
         call("shell", command="echo 'Hello, world!'"), answer("I did not run it."),

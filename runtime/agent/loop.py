@@ -41,7 +41,7 @@ from runtime.agent.blocks import Block
 from runtime.inference.model import Model
 from runtime.agent.profiles import Profile, catalog_block, catalog_counter, prefix_blocks
 from runtime.agent.progress import Progress
-from runtime.tools import ToolContext, ToolContract, ToolRegistry, execute
+from runtime.tools import ToolContext, ToolContract, ToolRegistry, edits, execute
 from runtime.tools.schema import inline_schema
 from runtime.tools.workspace import survey
 from store import EventStore
@@ -782,13 +782,16 @@ class Choices:
     unseen: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # Per tool that runs a command: the commands it may run at this step, where they are narrowed.
     commands: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Per tool, any other argument narrowed at this step, with the values it may take.
+    values: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
     # The decision's last try: a refusal now fails the task, so only what code must refuse is refused.
     last: bool = False
 
     def narrowed(self, tool: str) -> dict[str, tuple[str, ...]]:
         """The arguments of `tool` whose values are narrowed at this step, with those values."""
         out = {"path": self.paths[tool]} if tool in self.paths else {}
-        return {**out, "command": self.commands[tool]} if tool in self.commands else out
+        out = {**out, "command": self.commands[tool]} if tool in self.commands else out
+        return {**out, **self.values.get(tool, {})}
 
 
 def choices_for(
@@ -897,18 +900,26 @@ def choices_for(
     commands: dict[str, tuple[str, ...]] = {}
     if given and not set(given) & _commands_run(view):
         commands = {t: given for t in tools if t in contracts and "command" in contracts[t].input_model.model_fields}
+    values: dict[str, dict[str, tuple[str, ...]]] = {}
+    left = names_left(view) if attempt > 1 and _NAMES_LEFT in view.last_rejection else None
+    if left is not None and "edit_file" in tools:
+        # An answer refused for the names an edit left: the retry changes those names in that file, or
+        # answers (the request may have wanted them kept).
+        tools = ["edit_file"]
+        paths = {"edit_file": (left.path,)}
+        values = {"edit_file": {"old": left.names}}
     # The calls a profile makes first come before anything else: no other tool, no answer, no escalation
     # (the task cannot yet know what it would escalate).
     pending = [t for t in call_first if t in tools and t not in view.calls.ran]
     if pending:
         why = f"call {pending[0]} first: everything else rests on its result"
         return Choices(tuple(pending), tuple(skills), sources, False, paths, answer=False, unanswerable=why,
-                       unseen=unseen, commands=commands)
+                       unseen=unseen, commands=commands, values=values)
     # An answer waits for the results it must rest on, unless nothing is left that could give them.
     missing = [t for t in answer_after if t in tools and t not in view.calls.ran]
     why = f"call {missing[0]} first: the answer must rest on its result" if missing else ""
     return Choices(tuple(tools), tuple(skills), sources, escalation, paths, answer=not missing, unanswerable=why,
-                   unseen=unseen, commands=commands)
+                   unseen=unseen, commands=commands, values=values)
 
 
 def _commands_run(view: TaskView) -> set[str]:
@@ -946,6 +957,7 @@ def judge(text: str, choices: Choices, view: TaskView, cut_at: int | None = None
         unanswerable=choices.unanswerable,
         unseen=choices.unseen,
         commands=choices.commands,
+        values=choices.values,
     )
     # A poor answer is still an answer: on the last try it stands, rather than fail a task whose work is
     # done (measured: refused on every try, it failed append_todo, fix_readme_typo and change_port after
@@ -956,7 +968,46 @@ def judge(text: str, choices: Choices, view: TaskView, cut_at: int | None = None
             "the answer repeats what you were told instead of answering; answer the request from the results, "
             "in a sentence of your own"
         )
+    left = names_left(view)
+    if answer is not None and not choices.last and left is not None and _NAMES_LEFT not in view.last_rejection:
+        shown = "; ".join(left.lines.splitlines())
+        raise proposal.Rejected(f"{left.path}{_NAMES_LEFT}: {shown}; change those too, or answer saying why they stay")
     return action
+
+
+_NAMES_LEFT = " still uses a name your edit replaced"
+
+
+@dataclass(frozen=True)
+class NamesLeft:
+    """A file the task edited that still uses names the edit took out, and the lines that do."""
+
+    path: str
+    names: tuple[str, ...]
+    lines: str
+
+
+def names_left(view: TaskView) -> NamesLeft | None:
+    """The file a task's edit left using a name it took out (edit_file's `old_names_left`), unless a
+    later change to the file came after. An answer then is refused once, and the retry may change
+    only those names: measured on the quality model, asked to rename `greet` and update its call, it
+    renamed the definition, was shown the call left over, and answered that both were done; told so,
+    it made the same edit again."""
+    left: dict[str, NamesLeft | None] = {}
+    for rec in view.records:
+        e = rec.event
+        path = e.observation.get("path") if isinstance(e, ToolCallExecuted) and e.status == "ok" else None
+        if not isinstance(path, str):
+            continue
+        lines = e.observation.get("old_names_left")
+        if e.tool == "edit_file" and lines and e.call_id in view.calls.proposed:
+            arguments = view.calls.proposed[e.call_id].arguments
+            gone = edits.replaced_names(str(arguments.get("old", "")), str(arguments.get("new", "")))
+            names = tuple(sorted(n for n in gone if re.search(rf"\b{re.escape(n)}\b", lines)))
+            left[path] = NamesLeft(path, names, lines) if names else None
+        elif e.tool in ("edit_file", "write_file", "append_file"):
+            left[path] = None
+    return next((found for found in left.values() if found), None)
 
 
 

@@ -180,6 +180,7 @@ def validate(
     unanswerable: str = "",
     unseen: dict[str, tuple[str, ...]] | None = None,
     commands: dict[str, tuple[str, ...]] | None = None,
+    values: dict[str, dict[str, tuple[str, ...]]] | None = None,
 ) -> Action:
     """Check the proposal against trusted state; arguments are checked by the tool's own contract.
 
@@ -211,6 +212,10 @@ def validate(
     if isinstance(action, CallTool) and commands and action.tool in commands:
         if action.arguments.get("command") not in commands[action.tool]:
             raise Rejected(f"run the command the request gives first, as written: {', '.join(commands[action.tool])}")
+    if isinstance(action, CallTool) and values and action.tool in values:
+        for name, allowed in values[action.tool].items():
+            if action.arguments.get(name) not in allowed:
+                raise Rejected(f"{action.tool}'s {name} can only be {', '.join(allowed)} now")
     if isinstance(action, ActivateSkill) and action.skill in active_skills:
         raise Rejected(f"the skill {action.skill!r} is already active: its instructions are above; follow them")
     if isinstance(action, ActivateSkill) and action.skill not in skills:
