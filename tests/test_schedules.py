@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -338,3 +339,32 @@ def test_a_schedule_added_and_removed_by_another_process_is_picked_up_without_re
         assert_exactly_once(store, schedule_id)
 
     anyio.run(main)
+
+
+def test_a_locked_database_as_the_runner_starts_delays_the_firing_and_does_not_stop_the_runner(
+    db_url, workspace
+) -> None:
+    with EventStore(db_url) as store:
+        schedule_id = add(store, workspace, "0 0 1 1 *")
+        crashed = ScheduleFired(schedule_id=schedule_id, fire_time=fire_time_text(datetime.now(UTC)), task_id="t-late")
+        store.append(SCHEDULES_STREAM, [crashed], actor=f"schedule:{schedule_id}")
+
+    # Another process holds the write lock while the runner starts, so completing the firing fails.
+    holder = sqlite3.connect(db_url.removeprefix("sqlite:///"), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    with EventStore(db_url, busy_timeout_ms=50) as store:
+        async def main() -> None:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ScheduleRunner(store, refresh_s=0.1).run)
+                await anyio.sleep(0.5)
+                assert store.read_stream("t-late") == []
+                holder.execute("ROLLBACK")
+                await wait_for(lambda: store.read_stream("t-late") != [], timeout=10)
+                tg.cancel_scope.cancel()
+
+        try:
+            anyio.run(main)
+        finally:
+            holder.close()
+        [submitted] = store.read_stream("t-late")
+        assert isinstance(submitted.event, TaskSubmitted)

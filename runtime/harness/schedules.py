@@ -385,20 +385,27 @@ class ScheduleRunner:
         await self.stop()
 
     async def run(self) -> None:
-        """Start, then refresh every `refresh_s` until cancelled; stop on the way out."""
-        await self.start()
+        """Start, then refresh every `refresh_s` until cancelled; stop on the way out.
+
+        The first look is tried like every later one: a database that is locked or full as the
+        daemon starts delays the schedules; it does not stop the daemon."""
+        self._start_timer()
         try:
             while True:
-                await anyio.sleep(self.refresh_s)
                 try:
                     await self.refresh()
                 except Exception:  # noqa: BLE001  a failed look (a locked database, say) is tried again next time
                     log.exception("schedule refresh failed")
+                await anyio.sleep(self.refresh_s)
         finally:
             with anyio.CancelScope(shield=True):
                 await self.stop()
 
     async def start(self) -> None:
+        self._start_timer()
+        await self.refresh()
+
+    def _start_timer(self) -> None:
         if self._scheduler is not None:
             raise RuntimeError("this ScheduleRunner is already started")
         self._scheduler = AsyncIOScheduler(
@@ -407,7 +414,6 @@ class ScheduleRunner:
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
         )
         self._scheduler.start()
-        await self.refresh()
 
     async def refresh(self) -> None:
         """Pick up schedules added or removed since the last look, and firings still missing their task."""
