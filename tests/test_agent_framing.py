@@ -452,8 +452,10 @@ def test_an_answer_after_an_edit_that_left_uses_of_the_old_name_is_refused_once(
     fixed = submit(store, workspace, goal_text, allowed_effects=("read", "write"))
     assert run(rt, fixed) == "completed"
     [refused] = events(store, fixed, ProposalRejected)
-    assert refused.error == ('app.py still uses a name your edit replaced: line 4 still has greet: print(greet("tidy")); '
-                             "change those too, or answer saying why they stay")
+    assert refused.error == (
+        'app.py still uses a name your edit replaced: line 4 still has greet: print(greet("tidy")); '
+        "change those too, or answer saying why they stay"
+    )
     # The retry may change only the names left, in that file, or answer.
     retry = options(rt.model.schemas[3])
     assert set(retry) == {"call_tool:edit_file", "final_answer"}
@@ -461,7 +463,9 @@ def test_an_answer_after_an_edit_that_left_uses_of_the_old_name_is_refused_once(
     assert (narrowed["path"]["enum"], narrowed["old"]["enum"]) == (["app.py"], ["greet"])
     assert (workspace / "app.py").read_text() == 'def welcome(name):\n    return name\n\nprint(welcome("tidy"))\n'
     assert not events(store, fixed, ProposalRejected)[1:]
-    kept = submit(store, workspace, "Rename welcome to hello in its definition only.", allowed_effects=("read", "write"))
+    kept = submit(
+        store, workspace, "Rename welcome to hello in its definition only.", allowed_effects=("read", "write")
+    )
     assert run(rt, kept) == "completed"
     assert len(events(store, kept, ProposalRejected)) == 1
     assert events(store, kept, AnswerGiven)[0].answer == "Renamed the definition only."

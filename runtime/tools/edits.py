@@ -68,11 +68,14 @@ class EditFileOutput(BaseModel):
     size: int = Field(ge=0, description="bytes")
     sha256: str = Sha256
     changed_lines: list[str] = Field(description=f"the lines that hold the new text, at most {SHOWN_LINES}")
-    file_after: str | None = Field(None, description=f"the whole file after the change, if it has at most {WHOLE_FILE_LINES} lines")
+    file_after: str | None = Field(
+        None, description=f"the whole file after the change, if it has at most {WHOLE_FILE_LINES} lines"
+    )
     old_names_left: str | None = Field(
         None,
         description=(
-            f"lines that still use a name `old` had and `new` does not (a renamed function's calls), at most {SHOWN_LINES}"
+            "lines that still use a name `old` had and `new` does not (a renamed function's calls),"
+            f" at most {SHOWN_LINES}"
         ),
     )
 
