@@ -139,8 +139,26 @@ class Stop(Exception):
     """The task cannot take another decision now (finished, or waiting for a person)."""
 
 
+@dataclass(frozen=True)
+class Stopped:
+    """Where a runner stopped: the task's phase, and the version of its stream the runner last read.
+
+    A scheduler parks a waiting task at that version, not at one it reads afterwards: a person's
+    decision recorded between the two would otherwise count as already seen, and the task would wait
+    for ever.
+    """
+
+    phase: str
+    version: int
+
+
 async def run_task(rt: Runtime, task_id: str, *, max_decisions: int | None = None) -> str:
     """Take decisions until the task finishes or waits for a person; return its phase then."""
+    return (await run_until_stopped(rt, task_id, max_decisions=max_decisions)).phase
+
+
+async def run_until_stopped(rt: Runtime, task_id: str, *, max_decisions: int | None = None) -> Stopped:
+    """`run_task`, also saying which version of the task's stream the runner stopped at."""
     runner = _Runner(rt, task_id)
     taken = conflicts = 0
     while max_decisions is None or taken < max_decisions:
@@ -156,7 +174,7 @@ async def run_task(rt: Runtime, task_id: str, *, max_decisions: int | None = Non
                 raise
             continue
         taken += 1
-    return runner.phase()
+    return Stopped(runner.phase(), runner.view.version if runner.records else 0)
 
 
 class _Runner:

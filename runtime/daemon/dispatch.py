@@ -20,7 +20,7 @@ from anyio import to_thread
 
 from runtime import disk, logs
 from runtime.harness import delegation
-from runtime.agent.loop import Runtime, run_task
+from runtime.agent.loop import Runtime, run_until_stopped
 from runtime.agent.progress import Board
 from store.errors import AgentdError, ConcurrencyConflict
 from store.events import RunInterrupted, TaskPhase
@@ -54,7 +54,7 @@ class Scheduler:
         self.board = board  # what each task is doing now; a task that stops leaves it
         self.data_dir = data_dir  # asked whether it is full or read-only when a store write fails
         self.running: set[str] = set()
-        # The version each parked task had when its runner stopped; it runs again once that changes.
+        # The stream version each parked task's runner last read; it runs again once that changes.
         self._parked: dict[str, int] = {}
         self._held: dict[str, _Held] = {}
         self._failures: dict[str, int] = {}  # failures in a row, per task
@@ -125,10 +125,11 @@ class Scheduler:
         return ready
 
     async def _drive(self, task_id: str) -> None:
+        stopped = None
         try:
             with logs.bound(task_id=task_id):
-                phase = await run_task(self.rt, task_id)
-                log.info("task stopped", phase=phase)
+                stopped = await run_until_stopped(self.rt, task_id)
+                log.info("task stopped", phase=stopped.phase)
                 self._failures.pop(task_id, None)
         except anyio.get_cancelled_exc_class():
             # agentd is stopping: say so in the task's log, then let the cancellation go on. The
@@ -143,7 +144,11 @@ class Scheduler:
             with logs.bound(task_id=task_id):
                 self._hold(task_id, e)
         finally:
-            self._parked[task_id] = self.rt.store.stream_version(task_id)
+            if stopped is not None:
+                self._parked[task_id] = stopped.version
+            else:
+                # Stopped by a failure, at a version nobody read: the next runner looks, and parks it.
+                self._parked.pop(task_id, None)
             self.running.discard(task_id)
             if self.board is not None:
                 self.board.clear(task_id)

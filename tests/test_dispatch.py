@@ -1,0 +1,83 @@
+"""The daemon's scheduler: a task waiting for a person runs again once something new is recorded for it.
+Replies are scripted; the store, the approvals and the scheduler's polling are the real ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from runtime.agent.loop import Stopped
+from runtime.daemon import dispatch
+from runtime.daemon.dispatch import Scheduler
+from runtime.harness import approvals
+from runtime.inference.scripted import ScriptedModel
+from store.events import ToolCallExecuted, TaskPhase
+from tests.test_agent import EVERYTHING, answer, call, events, make_runtime, submit
+
+# Long enough for a loaded machine to take three scripted decisions; a task left waiting never gets there.
+GIVE_UP_S = 30
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+def serve_until_finished(scheduler: Scheduler, store, task_id: str) -> str:
+    """Run the scheduler as the daemon does until the task finishes (or GIVE_UP_S); return its phase."""
+
+    async def main() -> str:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(scheduler.run)
+            with anyio.move_on_after(GIVE_UP_S):
+                while not TaskPhase(store.task(task_id).summary.phase).finished:
+                    await anyio.sleep(0.05)
+            tg.cancel_scope.cancel()
+        return store.task(task_id).summary.phase
+
+    return anyio.run(main)
+
+
+def test_a_denial_recorded_just_as_the_runner_stops_still_resumes_the_task(
+    store, workspace, tmp_path, monkeypatch
+) -> None:
+    rt = make_runtime(store, ScriptedModel([call("shell", command="echo hi"), answer("I was not allowed")]), tmp_path)
+    task_id = submit(store, workspace, allowed_effects=EVERYTHING)
+    real = dispatch.run_until_stopped
+
+    async def decided_as_it_stops(rt, task_id: str) -> Stopped:
+        # A person denies from another process after the runner's last read, before the scheduler
+        # notes where the task stopped: the widest form of the race, made certain.
+        stopped = await real(rt, task_id)
+        for _, pending in store.approvals():
+            approvals.decide(store, pending.approval_id, grant=False, by="ann", reason="too risky")
+        return stopped
+
+    monkeypatch.setattr(dispatch, "run_until_stopped", decided_as_it_stops)
+    assert serve_until_finished(Scheduler(rt, poll_seconds=0.05), store, task_id) == "completed"
+    [result] = events(store, task_id, ToolCallExecuted)
+    assert result.status == "denied" and "too risky" in result.observation["message"]
+
+
+def test_a_waiting_task_with_nothing_new_is_not_run_again(store, workspace, tmp_path) -> None:
+    rt = make_runtime(store, ScriptedModel([call("shell", command="echo hi")]), tmp_path)
+    task_id = submit(store, workspace, allowed_effects=EVERYTHING)
+    scheduler = Scheduler(rt, poll_seconds=0.05)
+
+    async def main() -> list[str]:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(scheduler.run)
+            with anyio.move_on_after(GIVE_UP_S):
+                while store.task(task_id).summary.phase != TaskPhase.AWAITING_APPROVAL:
+                    await anyio.sleep(0.05)
+            await anyio.sleep(0.5)  # ten polls
+            runnable = scheduler._runnable()
+            tg.cancel_scope.cancel()
+        return runnable
+
+    assert anyio.run(main) == []
+    assert len(rt.model.prompts) == 1, "parked: no further model call while nobody decides"
