@@ -13,7 +13,7 @@ from runtime.daemon import dispatch
 from runtime.daemon.dispatch import Scheduler
 from runtime.harness import approvals
 from runtime.inference.scripted import ScriptedModel
-from store.events import ToolCallExecuted, TaskPhase
+from store.events import TaskPhase, ToolCallExecuted
 from tests.test_agent import EVERYTHING, answer, call, events, make_runtime, submit
 
 # Long enough for a loaded machine to take three scripted decisions; a task left waiting never gets there.
