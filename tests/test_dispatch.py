@@ -16,7 +16,7 @@ from runtime.inference.scripted import ScriptedModel
 from store.events import TaskPhase, ToolCallExecuted
 from tests.test_agent import EVERYTHING, answer, call, events, make_runtime, submit
 
-# Long enough for a loaded machine to take three scripted decisions; a task left waiting never gets there.
+# Long enough for a loaded machine to take two scripted decisions; a task left waiting never gets there.
 GIVE_UP_S = 30
 
 
@@ -27,19 +27,23 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
-def serve_until_finished(scheduler: Scheduler, store, task_id: str) -> str:
-    """Run the scheduler as the daemon does until the task finishes (or GIVE_UP_S); return its phase."""
+def phase(store, task_id: str) -> str:
+    return store.task(task_id).summary.phase
 
-    async def main() -> str:
+
+def serve(scheduler: Scheduler, until, linger_s: float = 0.0) -> None:
+    """Run the scheduler as the daemon does until `until()` holds (or GIVE_UP_S), then `linger_s` more."""
+
+    async def main() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(scheduler.run)
             with anyio.move_on_after(GIVE_UP_S):
-                while not TaskPhase(store.task(task_id).summary.phase).finished:
+                while not until():
                     await anyio.sleep(0.05)
+            await anyio.sleep(linger_s)
             tg.cancel_scope.cancel()
-        return store.task(task_id).summary.phase
 
-    return anyio.run(main)
+    anyio.run(main)
 
 
 def test_a_denial_recorded_just_as_the_runner_stops_still_resumes_the_task(
@@ -58,7 +62,8 @@ def test_a_denial_recorded_just_as_the_runner_stops_still_resumes_the_task(
         return stopped
 
     monkeypatch.setattr(dispatch, "run_until_stopped", decided_as_it_stops)
-    assert serve_until_finished(Scheduler(rt, poll_seconds=0.05), store, task_id) == "completed"
+    serve(Scheduler(rt, poll_seconds=0.05), until=lambda: TaskPhase(phase(store, task_id)).finished)
+    assert phase(store, task_id) == "completed"
     [result] = events(store, task_id, ToolCallExecuted)
     assert result.status == "denied" and "too risky" in result.observation["message"]
 
@@ -67,17 +72,6 @@ def test_a_waiting_task_with_nothing_new_is_not_run_again(store, workspace, tmp_
     rt = make_runtime(store, ScriptedModel([call("shell", command="echo hi")]), tmp_path)
     task_id = submit(store, workspace, allowed_effects=EVERYTHING)
     scheduler = Scheduler(rt, poll_seconds=0.05)
-
-    async def main() -> list[str]:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(scheduler.run)
-            with anyio.move_on_after(GIVE_UP_S):
-                while store.task(task_id).summary.phase != TaskPhase.AWAITING_APPROVAL:
-                    await anyio.sleep(0.05)
-            await anyio.sleep(0.5)  # ten polls
-            runnable = scheduler._runnable()
-            tg.cancel_scope.cancel()
-        return runnable
-
-    assert anyio.run(main) == []
+    serve(scheduler, until=lambda: phase(store, task_id) == TaskPhase.AWAITING_APPROVAL, linger_s=0.5)  # ten polls
+    assert scheduler._runnable() == []
     assert len(rt.model.prompts) == 1, "parked: no further model call while nobody decides"
