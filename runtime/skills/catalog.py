@@ -138,10 +138,14 @@ def skill_folders(root: Path, warnings: list[Diagnostic] | None = None) -> Itera
     searched, down to MAX_DEPTH levels below root: collections nest (trailofbits/skills keeps its
     skills at plugins/<plugin>/skills/<skill>). Dot-folders, node_modules and __pycache__ are not
     searched, nor a folder already searched through another link. Skills below the bound, and folders
-    that cannot be listed, go to `warnings` when given: nothing found is ignored silently.
+    that cannot be listed, go to `warnings` when given: nothing found is ignored silently. Below the
+    bound skills are looked for only as deep again, so that a home directory named as a skills folder
+    is not walked whole; folders deeper than that are one warning for the root, since a skill in them
+    would not be loaded either.
     """
     warnings = [] if warnings is None else warnings
     searched: set[str] = set()
+    unsearched: Path | None = None  # the first folder below even the reporting search's bound
     pending = [(root, 0)]
     while pending:
         folder, depth = pending.pop()
@@ -159,17 +163,27 @@ def skill_folders(root: Path, warnings: list[Diagnostic] | None = None) -> Itera
         if depth < MAX_DEPTH:
             pending.extend((sub, depth + 1) for sub in reversed(subfolders))
         elif subfolders:
-            deeper = _first_skill_below(subfolders, MAX_DEPTH)
+            deeper, beyond = _first_skill_below(subfolders, MAX_DEPTH)
             if deeper is not None:
                 message = (
                     f"skills below this folder are more than {MAX_DEPTH} folders deep under {root} and are not "
                     f"loaded (the first: {deeper}); name a folder nearer to them in skills_dirs"
                 )
                 warnings.append(Diagnostic(folder, None, "warning", message))
+            elif unsearched is None:
+                unsearched = beyond
+    if unsearched is not None:
+        message = (
+            f"folders more than {2 * MAX_DEPTH} levels below {root} are not searched, so no skill in them is "
+            f"loaded (the first: {unsearched}); name a folder nearer to them in skills_dirs"
+        )
+        warnings.append(Diagnostic(unsearched, None, "warning", message))
 
 
-def _first_skill_below(folders: list[Path], levels: int) -> Path | None:
-    """The first SKILL.md within `levels` levels of `folders`, searched as skill_folders searches."""
+def _first_skill_below(folders: list[Path], levels: int) -> tuple[Path | None, Path | None]:
+    """The first SKILL.md within `levels` levels of `folders`, searched as skill_folders searches; when
+    there is none, the first folder deeper than that, which was not searched (None if none is)."""
+    beyond: Path | None = None
     pending = [(f, 1) for f in reversed(folders)]
     while pending:
         folder, depth = pending.pop()
@@ -179,10 +193,12 @@ def _first_skill_below(folders: list[Path], levels: int) -> Path | None:
         names, subfolders = listing
         marker = next((n for n in names if n.lower() == SKILL_FILE.lower()), None)
         if marker is not None:
-            return folder / marker
+            return folder / marker, None
         if depth < levels:
             pending.extend((sub, depth + 1) for sub in reversed(subfolders))
-    return None
+        elif subfolders and beyond is None:
+            beyond = subfolders[0]
+    return None, beyond
 
 
 def _listing(folder: Path, warnings: list[Diagnostic]) -> tuple[list[str], list[Path]] | None:
