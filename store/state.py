@@ -29,6 +29,8 @@ from store.events import (
     ArtifactDeleted,
     ArtifactRead,
     ArtifactWritten,
+    FileChanged,
+    FileRestored,
     ModelCalled,
     NoteTaken,
     ProposalAccepted,
@@ -37,6 +39,8 @@ from store.events import (
     ScheduleAdded,
     ScheduleFired,
     ScheduleRemoved,
+    RestoreFinished,
+    RestoreStarted,
     SkillActivated,
     SkillActivationFailed,
     SkillCatalogPinned,
@@ -78,6 +82,10 @@ TASK_EVENTS = (
     ArtifactRead,
     ArtifactWritten,
     ArtifactDeleted,
+    FileChanged,
+    FileRestored,
+    RestoreStarted,
+    RestoreFinished,
     TestsRan,
     SkillCatalogPinned,
     SkillActivated,
@@ -115,6 +123,11 @@ class Approval(NamedTuple):
 
 
 class Artifact(NamedTuple):
+    """One row of the artifact index. `operation` is read, write, create or delete for what a task's
+    tools did (write from logs before changes were kept whole), undo or redo for a file put back.
+    `sha256` is the content after, `before_sha256` the content before a change (None: there was none,
+    or a log too old to say)."""
+
     seq: int
     path: str
     operation: str
@@ -122,6 +135,7 @@ class Artifact(NamedTuple):
     size: int | None
     test_status: str | None = None
     test_seq: int | None = None
+    before_sha256: str | None = None
 
 
 class ApprovalDecided(NamedTuple):
@@ -302,6 +316,11 @@ _CHANGES = {
     ArtifactRead: lambda r, e: Artifact(r.seq, e.path, "read", e.sha256, e.size),
     ArtifactWritten: lambda r, e: Artifact(r.seq, e.path, "write", e.sha256, e.size),
     ArtifactDeleted: lambda r, e: Artifact(r.seq, e.path, "delete", None, None),
+    FileChanged: lambda r, e: Artifact(
+        r.seq, e.path, _operation(e.before_sha256, e.after_sha256), e.after_sha256, e.after_size, None, None,
+        e.before_sha256,
+    ),
+    FileRestored: lambda r, e: Artifact(r.seq, e.path, e.kind, e.to_sha256, None, None, None, e.from_sha256),
     TestsRan: lambda r, e: TestsRecorded(e.paths, e.status, r.seq) if e.paths else None,
     NotificationsAdmitted: lambda r, e: Admission(
         e.call_index, r.seq, tuple((i.notification_id, i.coalesced) for i in e.items)
@@ -311,6 +330,10 @@ _CHANGES = {
     JobStarted: lambda r, e: JobBegan(e.job_id, e.call_id, e.command, r.seq),
     JobFinished: lambda r, e: JobEnded(e.job_id, r.seq, e.exit_code, e.output_ref),
 }
+
+
+def _operation(before: str | None, after: str | None) -> str:
+    return "create" if before is None else "delete" if after is None else "write"
 
 
 def changes(rec: Recorded) -> Change | None:

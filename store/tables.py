@@ -144,7 +144,8 @@ approvals = Table(
 artifacts = Table(
     "artifacts",
     metadata,
-    # The artifact index: every file a task read, wrote or deleted, with its hash and test result.
+    # The artifact index: every file a task read, created, changed or deleted (with its hash before and
+    # after; both contents are in the artifact store), every file put back, and the test results.
     Column("seq", BigInteger, nullable=False),
     _task_id(),
     _text("path"),
@@ -153,6 +154,8 @@ artifacts = Table(
     Column("size", BigInteger, nullable=True),
     _string("test_status", 16, nullable=True),
     Column("test_seq", BigInteger, nullable=True),
+    # Last, as the migration that added it put it.
+    _string("before_sha256", 64, nullable=True),
     PrimaryKeyConstraint("task_id", "seq"),
     **CLUSTERED,
 )

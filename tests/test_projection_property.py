@@ -22,6 +22,8 @@ from store.events import (
     ArtifactDeleted,
     ArtifactRead,
     ArtifactWritten,
+    FileChanged,
+    FileRestored,
     JobFinished,
     JobStarted,
     ModelCalled,
@@ -51,7 +53,7 @@ step = st.tuples(
     st.integers(0, 3),  # which task
     st.sampled_from(
         ["phase", "model", "propose", "start", "execute", "request", "grant", "deny", "read", "write", "delete",
-         "tests", "skill", "notify", "admit", "job", "job_end", "schedule", "fire", "unschedule"]
+         "change", "restore", "tests", "skill", "notify", "admit", "job", "job_end", "schedule", "fire", "unschedule"]
     ),
     st.integers(0, 10_000),  # a number the event uses for its fields
     st.booleans(),  # end this append here (so batches of every size happen)
@@ -153,6 +155,18 @@ class Model:
             return ArtifactWritten(path=PATHS[n % 3], sha256=HEX[(n + 1) % 16] * 64, size=n + 1)
         if kind == "delete":
             return ArtifactDeleted(path=PATHS[n % 3])
+        if kind == "change":
+            before = None if n % 3 == 0 else HEX[n % 16] * 64
+            after = None if n % 3 == 1 else HEX[(n + 1) % 16] * 64
+            return FileChanged(
+                call_id=f"c{n % 5}", path=PATHS[n % 3], before_sha256=before, after_sha256=after,
+                before_size=None if before is None else n, after_size=None if after is None else n + 1,
+            )
+        if kind == "restore":
+            return FileRestored(
+                restore_id=f"r-{n % 3}", kind="undo" if n % 2 else "redo", path=PATHS[n % 3],
+                from_sha256=HEX[n % 16] * 64, to_sha256=None if n % 4 == 0 else HEX[(n + 2) % 16] * 64,
+            )
         if kind == "tests":
             return TestsRan(command="pytest", status=["passed", "failed", "error"][n % 3], paths=tuple(PATHS[: n % 4]))
         if kind == "skill":

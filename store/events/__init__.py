@@ -2,7 +2,18 @@
 
 from store.events._base import Event, Recorded, decode, event_class, event_types, upcaster
 from store.events.approval import ApprovalDenied, ApprovalGranted, ApprovalRequested
-from store.events.artifact import ArtifactDeleted, ArtifactRead, ArtifactWritten, TestsRan, WorkspaceSurveyed
+from store.events.artifact import (
+    ArtifactDeleted,
+    ArtifactRead,
+    ArtifactWritten,
+    FileChanged,
+    FileRestored,
+    Restore,
+    RestoreFinished,
+    RestoreStarted,
+    TestsRan,
+    WorkspaceSurveyed,
+)
 from store.events.call import (
     AnswerGiven,
     CompactionFailed,
@@ -59,6 +70,8 @@ __all__ = [
     "ContextManifest",
     "ContextTrimmed",
     "Event",
+    "FileChanged",
+    "FileRestored",
     "EvidenceItem",
     "EvidenceRetrieved",
     "LeftOut",
@@ -72,6 +85,9 @@ __all__ = [
     "ProposalAccepted",
     "ProposalRejected",
     "Recorded",
+    "Restore",
+    "RestoreFinished",
+    "RestoreStarted",
     "RunInterrupted",
     "ScheduleAdded",
     "ScheduleFired",

@@ -14,6 +14,8 @@ class ApprovalRequested(Event):
     expires_at: str | None = None
     # The version of the profile (policy, tools) the request was made under; None in older logs.
     policy_version: str | None = None
+    # Why what the call changes cannot be recorded (a workspace past the bound): granted, it runs unrecorded.
+    unrecorded: str | None = None
 
 
 class ApprovalGranted(Event):

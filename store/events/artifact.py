@@ -1,10 +1,10 @@
-"""Events of the artifact trail: files read, written, deleted, and tests run over them."""
+"""Events of the artifact trail: files read, written, changed, deleted and put back, and tests run over them."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from store.events._base import Event
 
@@ -18,9 +18,71 @@ class ArtifactRead(Event):
 
 
 class ArtifactWritten(Event):
+    """A file a tool wrote, as logs before FileChanged recorded it: the content after, not before."""
+
     path: str = Field(min_length=1)
     sha256: str = Sha256
     size: int = Field(ge=0)
+
+
+class FileChanged(Event):
+    """A workspace file a tool call created, changed or deleted, with its bytes before and after.
+
+    Both versions are in the artifact store under their hashes (kept before the call ran), so the
+    change can be shown as a diff and put back. `before_sha256` is None for a file the call created,
+    `after_sha256` None for one it deleted. `mode` is the file's permission bits before (after, for a
+    created file), so a file put back is as executable as it was.
+    """
+
+    call_id: str = Field(min_length=1)
+    path: str = Field(min_length=1)
+    before_sha256: str | None = Sha256
+    after_sha256: str | None = Sha256
+    before_size: int | None = Field(None, ge=0)
+    after_size: int | None = Field(None, ge=0)
+    mode: int = Field(0o644, ge=0, le=0o7777)
+
+
+class Restore(BaseModel):
+    """One file of a restore: the content it must have now, and the content it is put back to."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str = Field(min_length=1)
+    from_sha256: str | None = Sha256
+    to_sha256: str | None = Sha256
+    mode: int = Field(0o644, ge=0, le=0o7777)
+
+
+class RestoreStarted(Event):
+    """A person asked to undo (or redo) a task's changes, and every file was found as the task left it.
+
+    Recorded before any file is touched: a restore interrupted by a crash is finished from this list
+    (each file not yet restored, and still as the task left it) before anything else writes.
+    """
+
+    restore_id: str = Field(min_length=1)
+    kind: Literal["undo", "redo"]
+    by: str = Field(min_length=1)
+    files: tuple[Restore, ...] = Field(min_length=1)
+
+
+class FileRestored(Event):
+    """One file of a restore, put back (or deleted, when `to_sha256` is None)."""
+
+    restore_id: str = Field(min_length=1)
+    kind: Literal["undo", "redo"]
+    path: str = Field(min_length=1)
+    from_sha256: str | None = Sha256
+    to_sha256: str | None = Sha256
+
+
+class RestoreFinished(Event):
+    """Every file of the restore is as it asked; `skipped` names files found changed by someone else
+    when an interrupted restore was finished, which were left as they were."""
+
+    restore_id: str = Field(min_length=1)
+    skipped: tuple[str, ...] = ()
 
 
 class ArtifactDeleted(Event):

@@ -206,6 +206,9 @@ class ToolCallStarted(Event):
     # The tool's declared effects: a call with external effects (a shell command, a job) may change
     # files the log will not name, so what the task knows of its workspace is no longer the whole of it.
     effects: tuple[str, ...] = ()
+    # The snapshot of the files the call may change, taken just before it ran (an artifact ref): after a
+    # crash, what the call changed is found by comparing the workspace with it. None: nothing recorded.
+    recorded: str | None = None
 
 
 class ToolCallExecuted(Event):
