@@ -36,8 +36,9 @@ from runtime.tools import (
     execute,
 )
 from runtime.tools.schema import inline_schema
+from runtime.tools import recording, snapshot
 from runtime.errors import ToolError
-from store.events import ArtifactRead, ArtifactWritten, ToolCallExecuted
+from store.events import ArtifactRead, FileChanged, ToolCallExecuted
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -237,16 +238,25 @@ def test_read_file_returns_text_and_records_its_hash(ctx, workspace) -> None:
 
 def test_write_file_creates_folders_records_the_write_and_is_idempotent(ctx, workspace) -> None:
     content = "print('hi')\n"
+    args = {"path": "src/pkg/main.py", "content": content}
+    paths = recording.scope(WriteFile().contract, args)
 
-    first = execute(WriteFile(), ctx, {"path": "src/pkg/main.py", "content": content})
-    second = execute(WriteFile(), ctx, {"path": "src/pkg/main.py", "content": content})
+    recorded = []
+    for _ in range(2):
+        before = snapshot.take(ctx, paths)
+        outcome = execute(WriteFile(), ctx, args)
+        recorded.append((outcome, recording.compare(ctx, before, "c1", snapshot.Limit())[0]))
+    (first, created), (second, again) = recorded
 
     assert (workspace / "src/pkg/main.py").read_text() == content
     assert first.status == second.status == "ok"
     assert (first.observation["created"], first.observation["changed"]) == (True, True)
     assert (second.observation["created"], second.observation["changed"]) == (False, False)
-    event = ArtifactWritten(path="src/pkg/main.py", sha256=sha(content.encode()), size=len(content.encode()))
-    assert first.artifact_events == second.artifact_events == (event,)
+    assert created == [FileChanged(
+        call_id="c1", path="src/pkg/main.py", before_sha256=None, after_sha256=sha(content.encode()),
+        before_size=None, after_size=len(content.encode()), mode=0o644,
+    )]
+    assert again == []
     assert not [p for p in (workspace / "src/pkg").iterdir() if p.name.endswith(".tmp")]
 
 

@@ -29,6 +29,7 @@ from store.events import (
     ContextManifest,
     ContextTrimmed,
     EvidenceRetrieved,
+    FileChanged,
     LeftOut,
     ManifestItem,
     ModelCalled,
@@ -51,7 +52,9 @@ from store.state import TaskSummary
 # Tokens the chat template spends around the reply (the assistant header llama.cpp adds at the end).
 PROTOCOL_OVERHEAD = 16
 # Blocks a request ends with, which the next request replaces rather than repeats.
-TAIL_LABELS = frozenset({"decision", "rejected", "pinned"})
+TAIL_LABELS = frozenset({"decision", "rejected", "pinned", "changes"})
+# The task's changes are repeated beside the decision at most this long: the latest lines are kept.
+CHANGES_LINES = 40
 # A model-written argument longer than this is shown shortened in the step line: the file a
 # write_file call wrote is in the workspace, and repeating it in every later request costs its length.
 STEP_ARGUMENT_CHARS = 160
@@ -100,6 +103,8 @@ class Transcript:
     messages: list[tuple[int, int, tuple[Block, ...]]] = field(default_factory=list)
     notes: list[tuple[int, str]] = field(default_factory=list)
     noted: set[int] = field(default_factory=set)
+    # What each call since the user's latest message changed, as its result showed it: (call id, diff).
+    diffs: list[tuple[str, str]] = field(default_factory=list)
 
     def apply(self, rec: Recorded) -> None:
         """Take one more of the task's events into the history."""
@@ -157,9 +162,12 @@ class Transcript:
             self.entries.insert(0, survey_block(e))
             self.citable.append("workspace")
             self.paths.surveyed(e)
-        elif isinstance(e, ArtifactWritten):
-            # Written by the task: the content it holds is what it wrote, not what it read.
-            self.paths.files.add(e.path)
+        elif isinstance(e, (FileChanged, ArtifactWritten)):
+            # Changed by the task: the content it holds is what it wrote, not what it read.
+            if isinstance(e, FileChanged) and e.after_sha256 is None:
+                self.paths.files.discard(e.path)
+            else:
+                self.paths.files.add(e.path)
             self.paths.read.discard(e.path)
             self.changed_paths.append(e.path)
         elif isinstance(e, ToolCallStarted) and "external" in e.effects:
@@ -172,6 +180,8 @@ class Transcript:
             self.seqs[block.label] = rec.seq
             self.last_result = block
             self.citable.append(block.label)
+            if isinstance(e.observation.get("diff"), str) and e.observation["diff"]:
+                self.diffs.append((e.call_id, e.observation["diff"]))
             path = e.observation.get("path")
             if e.status == "ok" and isinstance(path, str) and e.tool == "read_file":
                 self.read_paths.append(path)
@@ -185,6 +195,7 @@ class Transcript:
         self.citable += [b.label for b in request if b.trust == "untrusted"]
         self.request = request[0].text
         self.turn_start = self.calls
+        self.diffs = []
 
     @property
     def turn_calls(self) -> int:
@@ -283,11 +294,25 @@ def tail_blocks(
     blocks: list[Block] = []
     if attempt > 1:
         blocks.append(rejection_block(error or "refused", attempt))
+    if transcript.diffs:
+        blocks.append(changes_block(transcript.diffs))
     text = decision_text(
         summary, call_index - transcript.turn_start, transcript.request or None, attempt, trail=trail_text(transcript)
     )
     blocks.append(Block("decision", "instruction", "agentd", "trusted", text))
     return blocks
+
+
+def changes_block(diffs: Sequence[tuple[str, str]]) -> Block:
+    """Everything the task changed since the user's latest message, beside the decision: the answer is
+    then written against what was done, not what was meant (seen on the default model: "todo.txt has
+    been updated" after an edit that replaced an item instead of adding one)."""
+    lines = ["What this task has changed so far (lines removed start with -, lines added with +):"]
+    for call_id, text in diffs:
+        lines += [f"Step {call_id.lstrip('c')}:", *text.splitlines()]
+    if len(lines) > CHANGES_LINES + 1:
+        lines = [lines[0], f"(the first {len(lines) - CHANGES_LINES - 1} lines are left out)", *lines[-CHANGES_LINES:]]
+    return Block("changes", "observation", "agentd", "untrusted", "\n".join(lines))
 
 
 def trail_text(t: Transcript) -> str:

@@ -151,9 +151,16 @@ def _settle_approval(view: TaskView, policy: Policy) -> Decision | None:
 
 
 def act(
-    view: TaskView, call_index: int, action: proposal.Action, contract: ToolContract | None, policy: Policy
+    view: TaskView,
+    call_index: int,
+    action: proposal.Action,
+    contract: ToolContract | None,
+    policy: Policy,
+    unrecorded: str | None = None,
 ) -> Decision:
-    """Step 7's second half: what an accepted proposal comes to. `contract` is the called tool's."""
+    """Step 7's second half: what an accepted proposal comes to. `contract` is the called tool's;
+    `unrecorded` says why what the call may change cannot be recorded, which only a person may accept
+    (no skill's pre-approval covers it)."""
     if isinstance(action, proposal.FinalAnswer):
         # A conversation's answer is a turn: the task then waits for the person's next message.
         after = TaskPhase.WAITING_FOR_USER if view.submitted.event.conversation else TaskPhase.COMPLETED
@@ -171,9 +178,9 @@ def act(
     assert isinstance(action, proposal.CallTool) and contract is not None
     call_id = f"c{call_index}"
     proposed = ToolCallProposed(call_id=call_id, tool=action.tool, arguments=action.arguments, reason=action.why)
-    if not contract.needs_approval:
+    if not contract.needs_approval and unrecorded is None:
         return Decision(events=(proposed,), effect=RunTool(proposed, approved=False))
-    skill = activation.pre_approver(view.active, action.tool)
+    skill = activation.pre_approver(view.active, action.tool) if unrecorded is None else None
     if skill is not None:
         # The skill's allowed-tools approved it in advance; the log says who did, like any approval.
         approval_id = policy.new_approval_id()
@@ -200,11 +207,15 @@ def act(
                 call_id=call_id,
                 tool=action.tool,
                 arguments_hash=arguments_hash(action.arguments),
-                reason=action.why,
+                reason=action.why if unrecorded is None else f"{action.why} ({unrecorded})",
                 expires_at=(policy.now + policy.approval_ttl).isoformat(),
                 policy_version=policy.policy_version,
+                unrecorded=unrecorded,
             ),
-            TaskPhaseChanged(phase=TaskPhase.AWAITING_APPROVAL, reason=f"{action.tool} needs approval"),
+            TaskPhaseChanged(
+                phase=TaskPhase.AWAITING_APPROVAL,
+                reason=f"{action.tool} needs approval" if unrecorded is None else f"{action.tool} would run unrecorded",
+            ),
         ),
         waits=True,
     )

@@ -30,7 +30,7 @@ import anyio
 
 from notifications import queue
 from runtime.skills import activation
-from runtime.agent import compaction, context, decide, goal, knowledge, notes, proposal, relevance
+from runtime.agent import claims, compaction, context, decide, goal, knowledge, notes, proposal, relevance
 from runtime.agent import policy as policy_
 from runtime.agent.decide import arguments_hash  # noqa: F401  the page checks approvals with it
 from runtime.agent.view import TaskView
@@ -39,9 +39,10 @@ from runtime.agent import progress as progress_
 from runtime.artifacts import ArtifactStore, ref_for
 from runtime.agent.blocks import Block
 from runtime.inference.model import Model
-from runtime.agent.profiles import Profile, catalog_block, catalog_counter, prefix_blocks
+from runtime.agent.profiles import Profile, catalog_block, catalog_counter, output_contract, prefix_blocks
 from runtime.agent.progress import Progress
-from runtime.tools import ToolContext, ToolContract, ToolRegistry, edits, execute
+from runtime.tools import ToolContext, ToolContract, ToolOutcome, ToolRefused, ToolRegistry, edits, execute
+from runtime.tools import recording, snapshot
 from runtime.tools.schema import inline_schema
 from runtime.tools.workspace import survey
 from store import EventStore
@@ -55,6 +56,7 @@ from store.events import (
     ContextTrimmed,
     EvidenceItem,
     EvidenceRetrieved,
+    FileChanged,
     LeftOut,
     ModelCalled,
     NoteTaken,
@@ -113,7 +115,18 @@ class Runtime:
     skills_budget_tokens: int = 1024
     approval_ttl: timedelta = APPROVAL_TTL
     progress: progress_.Reporter = progress_.ignore  # what a running decision is doing, for people to watch
+    # How much of a workspace is recorded before a call that may change it; more waits for a person.
+    record_limit: snapshot.Limit = snapshot.Limit()
     _sections: dict[Path, list[knowledge.Section]] = field(default_factory=dict)
+    # The last whole-workspace snapshot per workspace: the next one reads only the files that changed.
+    _snapshots: dict[Path, snapshot.Snapshot] = field(default_factory=dict)
+
+    def last_snapshot(self, ctx: ToolContext) -> snapshot.Snapshot | None:
+        return self._snapshots.get(ctx.workspace)
+
+    def remember(self, ctx: ToolContext, taken: snapshot.Snapshot) -> None:
+        if taken.paths is None:
+            self._snapshots[ctx.workspace] = taken
 
     def sections(self, profile: Profile) -> list[knowledge.Section]:
         if profile.knowledge is None:
@@ -230,6 +243,7 @@ class _Runner:
         if phase.finished:
             raise Stop
         trusted = self._trusted()
+        await self._recover_changes(trusted)
         settled = decide.settle(view, self._policy(trusted))
         if settled is not None:
             await self._carry_out(trusted, settled)
@@ -265,7 +279,12 @@ class _Runner:
         if action is None:
             raise Stop
         contract = self.rt.tools.get(action.tool).contract if isinstance(action, proposal.CallTool) else None
-        await self._carry_out(trusted, decide.act(view, call_index, action, contract, self._policy(trusted)))
+        unrecorded = None
+        if contract is not None and isinstance(action, proposal.CallTool):
+            unrecorded = await self._unrecordable(trusted, contract, action.arguments)
+        await self._carry_out(
+            trusted, decide.act(view, call_index, action, contract, self._policy(trusted), unrecorded)
+        )
 
     def _trusted(self) -> Trusted:
         first = self.view.submitted
@@ -411,6 +430,9 @@ class _Runner:
                 action = judge(completion.text, choices, self.view, cut)
             except proposal.Rejected as e:
                 await self._append(ProposalRejected(call_index=call_index, attempt=attempt, error=str(e)))
+                if isinstance(e, proposal.Unbacked):
+                    await self._fail(str(e))
+                    return None
                 # Told its reply was too long, the default model wrote the same runaway (a tab 300 times,
                 # a CSV's rows past its end) again: greedy decoding repeats itself unless made not to.
                 penalty = RUNAWAY_PENALTY if cut is not None else penalty
@@ -526,19 +548,72 @@ class _Runner:
 
     async def _execute(self, trusted: Trusted, proposed: ToolCallProposed, *, approved: bool) -> None:
         tool = self.rt.tools.get(proposed.tool)
-        # Recorded before the tool runs: after a crash, a start without a result is a known unknown.
+        ctx = self._tool_context(trusted)
+        paths = recording.scope(tool.contract, proposed.arguments)
+        before = None
+        if paths is not recording.NOTHING:
+            try:
+                before = await anyio.to_thread.run_sync(
+                    lambda: snapshot.take(ctx, paths, previous=self.rt.last_snapshot(ctx), limit=self.rt.record_limit)
+                )
+            except snapshot.TooLarge as e:
+                if not (approved and self.view.calls.unrecorded_accepted(proposed.call_id)):
+                    refusal = ToolOutcome.refusal(proposed.tool, ToolRefused("workspace_too_large", str(e)))
+                    await self._append(refusal.executed(proposed.call_id))
+                    return
+                log.warning("call runs unrecorded", task_id=self.task_id, call_id=proposed.call_id, reason=str(e))
+        # Recorded before the tool runs: after a crash, a start without a result is a known unknown, and
+        # the snapshot says what the workspace held before it.
         await self._append(
             ToolCallStarted(
                 call_id=proposed.call_id,
                 tool=proposed.tool,
                 idempotent=tool.contract.idempotent,
                 effects=tuple(e.value for e in tool.contract.effects),
+                recorded=None if before is None else self.rt.artifacts.put(before.encode()),
             )
         )
-        ctx = self._tool_context(trusted)
         self._report(self._deciding or 0, "running_tool", detail=proposed.tool)
         outcome = await anyio.to_thread.run_sync(lambda: execute(tool, ctx, proposed.arguments, approved=approved))
-        await self._append(outcome.executed(proposed.call_id), *outcome.artifact_events)
+        changed: list[FileChanged] = []
+        if before is not None:
+            changed, after, note = await anyio.to_thread.run_sync(
+                lambda: recording.compare(ctx, before, proposed.call_id, self.rt.record_limit)
+            )
+            if after is not None:
+                self.rt.remember(ctx, after)
+            outcome = recording.shown(outcome, changed, self.rt.artifacts, note)
+        await self._append(outcome.executed(proposed.call_id), *outcome.artifact_events, *changed)
+
+    async def _unrecordable(self, trusted: Trusted, contract: ToolContract, arguments: Mapping) -> str | None:
+        """Why the files a proposed call may change cannot be recorded before it runs, if they cannot."""
+        paths = recording.scope(contract, arguments)
+        if paths is recording.NOTHING:
+            return None
+        ctx = self._tool_context(trusted)
+        try:
+            await anyio.to_thread.run_sync(lambda: snapshot.check_size(ctx, paths, self.rt.record_limit))
+        except snapshot.TooLarge as e:
+            return str(e)
+        return None
+
+    async def _recover_changes(self, trusted: Trusted) -> None:
+        """A call a crash left without a result: what it changed is recorded, once, from the snapshot taken
+        before it ran, before anyone decides whether it runs again."""
+        found = self.view.unfinished
+        if found is None or found.rerun is not None or found.started.recorded is None:
+            return
+        if found.proposed.call_id in self.view.calls.changed:
+            return
+        ctx = self._tool_context(trusted)
+        before = snapshot.Snapshot.decode(self.rt.artifacts.get(found.started.recorded))
+        changed, _, _ = await anyio.to_thread.run_sync(
+            lambda: recording.compare(ctx, before, found.proposed.call_id, self.rt.record_limit)
+        )
+        if changed:
+            log.warning("changes of an interrupted call recorded", task_id=self.task_id,
+                        call_id=found.proposed.call_id, files=len(changed))
+            await self._append(*changed)
 
     async def _fail(self, reason: str) -> None:
         log.warning("task failed", task_id=self.task_id, reason=reason)
@@ -711,6 +786,10 @@ def request_for(
         contracts={name: rt.tools.get(name).contract for name in offered}, shown=shown,
         answer_after=profile.answer_after, call_first=profile.call_first, on_request=profile.on_request,
     )
+    usable = dataclasses.replace(
+        usable, attempt=attempt, said=instruction_texts(profile, [rt.tools.get(n).contract for n in offered], tail),
+        changes_allowed=bool({"write", "external"} & set(trusted.submitted.allowed_effects)),
+    )
     schema = proposal.schema(
         {name: _arguments(rt.tools.get(name).contract, usable.narrowed(name)) for name in usable.tools},
         skills=list(usable.skills),
@@ -804,6 +883,12 @@ class Choices:
     values: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
     # The decision's last try: a refusal now fails the task, so only what code must refuse is refused.
     last: bool = False
+    # Which try of the decision this is, and the instruction texts of its request (agentd's and the
+    # tools' own words, which an answer may not copy).
+    attempt: int = 1
+    said: tuple[str, ...] = ()
+    # Whether the task may change anything: only then is an answer's claim of a change checked.
+    changes_allowed: bool = False
 
     def narrowed(self, tool: str) -> dict[str, tuple[str, ...]]:
         """The arguments of `tool` whose values are narrowed at this step, with those values."""
@@ -977,11 +1062,21 @@ def judge(text: str, choices: Choices, view: TaskView, cut_at: int | None = None
         commands=choices.commands,
         values=choices.values,
     )
+    answer = action.answer if isinstance(action, proposal.FinalAnswer) else None
+    if answer is not None and choices.changes_allowed:
+        # A change claimed that the log does not hold is the worst answer there is: refused once, and if
+        # claimed again (or on the last try) the task fails with the reason rather than complete.
+        why = claims.unbacked(answer, view.records)
+        if why is not None:
+            if choices.last or (choices.attempt > 1 and _UNBACKED in view.last_rejection):
+                raise proposal.Unbacked(why)
+            raise proposal.Rejected(f"{why}; answer saying what was done and what was not")
     # A poor answer is still an answer: on the last try it stands, rather than fail a task whose work is
     # done (measured: refused on every try, it failed append_todo, fix_readme_typo and change_port after
     # their files were right).
-    answer = action.answer if isinstance(action, proposal.FinalAnswer) else None
-    if answer is not None and not choices.last and context.echoes_instructions(answer, view.last_rejection):
+    if answer is not None and not choices.last and (
+        context.echoes_instructions(answer, view.last_rejection) or claims.copies(answer, choices.said)
+    ):
         raise proposal.Rejected(
             "the answer repeats what you were told instead of answering; answer the request from the results, "
             "in a sentence of your own"
@@ -994,6 +1089,19 @@ def judge(text: str, choices: Choices, view: TaskView, cut_at: int | None = None
 
 
 _NAMES_LEFT = " still uses a name your edit replaced"
+_UNBACKED = "nothing was changed"
+
+
+def instruction_texts(profile: Profile, contracts: Sequence[ToolContract], tail: Sequence[Block]) -> tuple[str, ...]:
+    """agentd's own words in a request, which an answer may not copy: the profile's instructions (not its
+    examples, whose answers are meant to be followed), each tool's description, the output contract and
+    the decision asked for, without the user's request that the decision repeats."""
+    texts = [profile.role, *profile.policy, *profile.tool_guidance, output_contract(profile.escalation)]
+    texts += [c.description for c in contracts]
+    for block in tail:
+        if block.label == "decision":
+            texts.append(block.text.split("\nThe request: ")[0] + "\n" + block.text.rpartition("\n")[2])
+    return tuple(texts)
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,11 @@ class Rejected(ValueError):
     """A proposal that code will not act on; the message is fed back to the model on the retry."""
 
 
+class Unbacked(Rejected):
+    """An answer that claims a change the task's log does not hold, refused for the second time or on
+    the last try: the task fails with the reason instead of completing."""
+
+
 MAX_SOURCES = 8
 
 

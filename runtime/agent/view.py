@@ -20,6 +20,7 @@ from store.events import (
     ApprovalDenied,
     ApprovalGranted,
     ApprovalRequested,
+    FileChanged,
     ModelCalled,
     ProposalRejected,
     Recorded,
@@ -75,16 +76,25 @@ class Calls:
     ran: set[str] = field(default_factory=set)
     # The calls whose result was not ok: refused, denied, failed, timed out.
     blocked: set[str] = field(default_factory=set)
+    # Approval ids of requests to run a call whose changes cannot be recorded -> the call's id.
+    unrecorded: dict[str, str] = field(default_factory=dict)
+    # The calls with a change recorded since their last start (a crash's changes are recorded once).
+    changed: set[str] = field(default_factory=set)
 
     def apply(self, e: object, position: int) -> None:
         if isinstance(e, ToolCallProposed):
             self.proposed[e.call_id] = e
         elif isinstance(e, ApprovalRequested):
             self.requests.setdefault(e.call_id, e)
+            if e.unrecorded:
+                self.unrecorded[e.approval_id] = e.call_id
         elif isinstance(e, (ApprovalGranted, ApprovalDenied)):
             self.decisions.setdefault(e.approval_id, e)
         elif isinstance(e, ToolCallStarted):
             self.started[e.call_id] = (e, position)
+            self.changed.discard(e.call_id)
+        elif isinstance(e, FileChanged):
+            self.changed.add(e.call_id)
         elif isinstance(e, ToolCallExecuted):
             self.finished.add(e.call_id)
             call = self.proposed.get(e.call_id)
@@ -93,6 +103,13 @@ class Calls:
             self.ran.add(e.tool)
             if e.status != "ok":
                 self.blocked.add(e.call_id)
+
+    def unrecorded_accepted(self, call_id: str) -> bool:
+        """Whether a person granted running the call although its changes could not be recorded."""
+        return any(
+            call == call_id and isinstance(self.decisions.get(approval_id), ApprovalGranted)
+            for approval_id, call in self.unrecorded.items()
+        )
 
     def open(self) -> dict[str, str]:
         """Calls that started and have no result yet: call id -> tool."""

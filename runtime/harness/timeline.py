@@ -14,6 +14,10 @@ from store.events import (
     ArtifactDeleted,
     ArtifactRead,
     ArtifactWritten,
+    FileChanged,
+    FileRestored,
+    RestoreFinished,
+    RestoreStarted,
     ContextTrimmed,
     EvidenceRetrieved,
     JobFinished,
@@ -168,5 +172,23 @@ _DESCRIBE: dict[type, Callable[[Any], tuple[str, str, str | None]]] = {
     ArtifactRead: lambda e: ("artifact", f"read {e.path} ({e.size} bytes, sha256 {e.sha256[:12]})", None),
     ArtifactWritten: lambda e: ("artifact", f"wrote {e.path} ({e.size} bytes, sha256 {e.sha256[:12]})", None),
     ArtifactDeleted: lambda e: ("artifact", f"deleted {e.path}", None),
+    FileChanged: lambda e: ("artifact", _change_line(e), None),
+    RestoreStarted: lambda e: (
+        "artifact", f"{e.kind} of {len(e.files)} file{'' if len(e.files) == 1 else 's'} started by {e.by}", None
+    ),
+    FileRestored: lambda e: (
+        "artifact", f"{'deleted' if e.to_sha256 is None else 'put back'} {e.path} ({e.kind})", None
+    ),
+    RestoreFinished: lambda e: (
+        "artifact", "restore finished" + (f"; left as found: {', '.join(e.skipped)}" if e.skipped else ""), None
+    ),
     TestsRan: lambda e: ("artifact", f"tests {e.status}: {e.command}", e.summary or None),
 }
+
+
+def _change_line(e: FileChanged) -> str:
+    if e.before_sha256 is None:
+        return f"created {e.path} ({e.after_size} bytes) in {e.call_id}"
+    if e.after_sha256 is None:
+        return f"deleted {e.path} ({e.before_size} bytes) in {e.call_id}"
+    return f"changed {e.path} ({e.before_size} -> {e.after_size} bytes) in {e.call_id}"

@@ -22,7 +22,7 @@ from store.events import Event
 
 # The executor writes these into every observation, so an output field by the same name would be shadowed.
 RESERVED_KEYS = frozenset(
-    {"tool", "status", "error", "message", "details", "attempts", "artifact_ref", "truncated", "full_chars"}
+    {"tool", "status", "error", "message", "details", "attempts", "artifact_ref", "truncated", "full_chars", "diff"}
 )
 
 _CODE = re.compile(r"[a-z][a-z0-9_]*")
@@ -75,6 +75,12 @@ class ToolContract(BaseModel):
         description="the `path` argument names an existing file or folder, which the call only reads: "
         "the grammar offers the paths the task knows of and has not read yet",
     )
+    changes: Literal["path", "workspace"] | None = Field(
+        None,
+        description="which files a call may change: only the one its `path` argument names, or any file in "
+        "the workspace; by default any, for a tool with the write or external effect, and none otherwise. "
+        "agentd records those files before and after each call, so the change can be shown and undone",
+    )
 
     @field_validator("effects")
     @classmethod
@@ -99,7 +105,18 @@ class ToolContract(BaseModel):
             raise ValueError(f"{self.name}: output fields {sorted(clash)} clash with observation keys")
         if unknown := set(self.summary_fields) - fields:
             raise ValueError(f"{self.name}: summary fields {sorted(unknown)} are not output fields")
+        if self.changes == "path" and "path" not in self.input_model.model_fields:
+            raise ValueError(f"{self.name}: changes='path' needs a `path` argument")
+        if self.changes is not None and not {Effect.WRITE, Effect.EXTERNAL} & set(self.effects):
+            raise ValueError(f"{self.name}: a tool that changes files needs the write or external effect")
         return self
+
+    @property
+    def may_change(self) -> Literal["path", "workspace"] | None:
+        """Which files a call may change, as declared or as its effects imply."""
+        if self.changes is not None:
+            return self.changes
+        return "workspace" if {Effect.WRITE, Effect.EXTERNAL} & set(self.effects) else None
 
     def definition(self) -> dict[str, Any]:
         """The tool as the model sees it; plain JSON data with no process-dependent order."""

@@ -25,7 +25,6 @@ from runtime.tools.files import (
     write_atomically,
 )
 from runtime.tools.workspace import relative, resolve
-from store.events import ArtifactWritten
 
 # Lines of the file shown back after a change, so the model sees the result without reading again.
 SHOWN_LINES = 12
@@ -105,6 +104,7 @@ class EditFile(Tool[EditFileArgs, EditFileOutput]):
         input_model=EditFileArgs,
         output_model=EditFileOutput,
         effects=[Effect.WRITE],
+        changes="path",
         # Twice is not once: a second run replaces again in what the first one wrote, or finds nothing.
         idempotent=False,
         scope="workspace",
@@ -133,7 +133,6 @@ class EditFile(Tool[EditFileArgs, EditFileOutput]):
         data = changed.encode("utf-8")
         write_atomically(real, name, data)
         digest = hashlib.sha256(data).hexdigest()
-        ctx.record(ArtifactWritten(path=name, sha256=digest, size=len(data)))
         marker = args.new.strip() or None
         lines = changed.splitlines()
         shown = [line for line in lines if marker and marker.splitlines()[0] in line][:SHOWN_LINES]
@@ -154,6 +153,7 @@ class AppendFile(Tool[AppendFileArgs, AppendFileOutput]):
         input_model=AppendFileArgs,
         output_model=AppendFileOutput,
         effects=[Effect.WRITE],
+        changes="path",
         # Twice adds the lines twice.
         idempotent=False,
         scope="workspace",
@@ -178,7 +178,6 @@ class AppendFile(Tool[AppendFileArgs, AppendFileOutput]):
         data = text.encode("utf-8")
         write_atomically(real, name, data)
         digest = hashlib.sha256(data).hexdigest()
-        ctx.record(ArtifactWritten(path=name, sha256=digest, size=len(data)))
         lines = text.splitlines()
         return AppendFileOutput(
             path=name, size=len(data), sha256=digest, lines=len(lines), last_lines=lines[-SHOWN_LINES:]

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from runtime.atomic import replace_file
 from runtime.tools.contract import Effect, Tool, ToolContext, ToolContract, ToolFailure, ToolRefused
 from runtime.tools.workspace import is_protected, relative, resolve
-from store.events import ArtifactRead, ArtifactWritten
+from store.events import ArtifactRead
 
 MAX_READ_BYTES = 4 * 1024 * 1024
 MAX_WRITE_CHARS = 1024 * 1024
@@ -150,6 +150,7 @@ class WriteFile(Tool[WriteFileArgs, WriteFileOutput]):
         input_model=WriteFileArgs,
         output_model=WriteFileOutput,
         effects=[Effect.WRITE],
+        changes="path",
         idempotent=True,
         scope="workspace",
         timeout_s=10,
@@ -182,7 +183,6 @@ class WriteFile(Tool[WriteFileArgs, WriteFileOutput]):
             old = None
         if old != data:
             write_atomically(real, name, data)
-        ctx.record(ArtifactWritten(path=name, sha256=digest, size=len(data)))
         return WriteFileOutput(path=name, size=len(data), sha256=digest, created=old is None, changed=old != data)
 
 

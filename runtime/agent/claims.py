@@ -1,0 +1,139 @@
+"""What an answer claims, checked in code against what the task recorded and what it was told.
+
+Two checks, both reading the task's events and the request's own instruction texts, never the case:
+
+- An answer that reports a change (a file created, changed, added, fixed, renamed, bumped, deleted,
+  written, a command run) when the task, since the user's latest message, recorded no change to any
+  file and no call with an outside effect succeeded. Seen on the default model: "The project version
+  was bumped to 0.8.0" after edit_file had failed with text_not_found, and the task completed.
+- An answer that copies agentd's own words (a tool's description, the instructions, the decision
+  asked for) instead of answering. Seen: "Create or replace one text file in the workspace..." as the
+  whole answer to "Create CONTRIBUTORS.txt listing Mila and Joost", with no file written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from store.events import FileChanged, Recorded, TaskSubmitted, ToolCallExecuted, ToolCallStarted, UserSaid
+
+# Verbs that report a change made, in the forms a report takes ("was bumped", "I have created",
+# "successfully updated", "Created X"). A verb in the present ("creates") or an infinitive after a
+# modal ("to create", "can rename") is a plan or a description, not a claim.
+_CHANGED = (
+    "created|changed|added|appended|inserted|fixed|corrected|renamed|bumped|updated|modified|edited|deleted|"
+    "removed|replaced|wrote|written|rewrote|rewritten|saved|set|moved|ran|run|executed|applied|increased|"
+    "decreased|incremented|replaced|put"
+)
+_REPORTER = (
+    r"(?:i|i've|i have|we|we've|we have|has been|have been|had been|was|were|is now|are now|has|have|"
+    r"successfully|now|just|already)"
+)
+_CLAIM = re.compile(rf"\b{_REPORTER}\s+(?:\w+\s+)?({_CHANGED})\b|^\s*({_CHANGED})\b", re.IGNORECASE)
+# A clause that says something was not done, could not be, or would be: not a claim of a change.
+_NEGATION = re.compile(
+    r"\b(?:not|no|nothing|never|none|cannot|can't|couldn't|didn't|doesn't|don't|wasn't|weren't|isn't|aren't|"
+    r"hasn't|haven't|unable|failed|fail|without|instead|would|could|should|need|needs|needed|must|will|if|"
+    r"unless|already)\b",
+    re.IGNORECASE,
+)
+# A sentence ends at a stop followed by a space (not inside "0.8.0" or "todo.txt").
+_CLAUSE = re.compile(r"[.;!?]+(?=\s|$)|\n+|,\s*(?:but|and|so|because|since|as)\b", re.IGNORECASE)
+
+
+def claimed_change(answer: str) -> str | None:
+    """The first clause of `answer` that reports a change as made, or None."""
+    for clause in _CLAUSE.split(answer):
+        match = _CLAIM.search(clause)
+        if match and not _NEGATION.search(clause[: match.end()]):
+            return clause.strip()
+    return None
+
+
+@dataclass(frozen=True)
+class Effects:
+    """What the task did since the user's latest message: files changed, calls with an outside effect
+    that succeeded, and the calls that meant to change something and did not."""
+
+    changed: tuple[str, ...]
+    acted: tuple[str, ...]
+    failed: tuple[str, ...]
+
+    @property
+    def any(self) -> bool:
+        return bool(self.changed or self.acted)
+
+
+def effects(records: Sequence[Recorded]) -> Effects:
+    """The task's effects since its latest user message, read from its events."""
+    start = 0
+    for i, rec in enumerate(records):
+        if isinstance(rec.event, (TaskSubmitted, UserSaid)):
+            start = i
+    changing: dict[str, frozenset[str]] = {}
+    changed: list[str] = []
+    acted: list[str] = []
+    failed: list[str] = []
+    for rec in records[start:]:
+        e = rec.event
+        if isinstance(e, ToolCallStarted):
+            changing[e.call_id] = frozenset(e.effects) & {"write", "external"}
+        elif isinstance(e, FileChanged):
+            changed.append(e.path)
+        elif isinstance(e, ToolCallExecuted):
+            kinds = changing.get(e.call_id, frozenset())
+            if e.status == "ok" and "external" in kinds:
+                acted.append(e.tool)
+            elif e.status != "ok" and (kinds or e.status in ("refused", "denied", "invalid_arguments")):
+                error = e.observation.get("error") or e.status
+                failed.append(f"{e.tool} {'was ' + e.status if e.status in ('refused', 'denied') else 'failed'}: {error}")
+    return Effects(tuple(dict.fromkeys(changed)), tuple(dict.fromkeys(acted)), tuple(failed))
+
+
+def unbacked(answer: str, records: Sequence[Recorded]) -> str | None:
+    """Why `answer` may not stand: it reports a change and the log holds none. None when it may."""
+    clause = claimed_change(answer)
+    if clause is None:
+        return None
+    done = effects(records)
+    if done.any:
+        return None
+    why = "; ".join(done.failed[-2:]) if done.failed else "no tool changed anything"
+    return f'the answer says "{_clip(clause)}", but {why}; nothing was changed'
+
+
+def _clip(text: str, n: int = 80) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+# -- copying agentd's own words --------------------------------------------------------------------
+
+_WORDS = re.compile(r"[a-z0-9]+")
+# A run of this many words in a row, copied from agentd's instructions, is not a coincidence.
+RUN = 6
+# Or most of the answer made of such runs.
+SHARE = 0.7
+
+
+def _runs(text: str, n: int) -> set[tuple[str, ...]]:
+    words = _WORDS.findall(text.lower())
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
+def copies(answer: str, texts: Iterable[str], n: int = RUN) -> bool:
+    """Whether `answer` opens with, or mostly consists of, runs of `n` words copied from `texts`."""
+    words = _WORDS.findall(answer.lower())
+    if len(words) < n:
+        return False
+    known: set[tuple[str, ...]] = set()
+    for text in texts:
+        known |= _runs(text, n)
+    if tuple(words[:n]) in known:
+        return True
+    covered = [False] * len(words)
+    for i in range(len(words) - n + 1):
+        if tuple(words[i : i + n]) in known:
+            covered[i : i + n] = [True] * n
+    return sum(covered) >= SHARE * len(words)

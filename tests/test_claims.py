@@ -1,0 +1,85 @@
+"""What an answer claims: a change reported as made is found in the wording; checked against the events."""
+
+from __future__ import annotations
+
+import pytest
+
+from runtime.agent import claims
+from store.events import FileChanged, Recorded, TaskSubmitted, ToolCallExecuted, ToolCallStarted, UserSaid
+
+
+@pytest.mark.parametrize("answer", [
+    "The project version was bumped to 0.8.0.",
+    "todo.txt has been updated.",
+    "I added the line to todo.txt.",
+    "Created CONTRIBUTORS.txt listing Mila and Joost.",
+    "The file was successfully updated; the size increased.",
+    "I've renamed greet to welcome in src/app.py.",
+    "Done: the port is now set to 9090.",
+])
+def test_a_reported_change_is_a_claim(answer: str) -> None:
+    assert claims.claimed_change(answer) is not None
+
+
+@pytest.mark.parametrize("answer", [
+    "The version could not be bumped: settings.yaml has 0.7.1, not 0.7.0.",
+    "Nothing was changed because the text 0.7.0 is not in the file.",
+    "The file already says 8080, so it was not changed.",
+    "The release is planned for March 3.",
+    "To add the line, todo.txt would need to be writable.",
+    "There are 3 items in todo.txt.",
+    "The meeting decided that the offsite moves to January.",
+    "I was unable to edit the file: it does not exist.",
+])
+def test_a_statement_a_refusal_or_a_plan_is_not_a_claim(answer: str) -> None:
+    assert claims.claimed_change(answer) is None
+
+
+def _log(*events) -> list[Recorded]:
+    return [Recorded(i + 1, "t-1", i + 1, "2026-12-04T00:00:00+00:00", "agentd", None, None, e)
+            for i, e in enumerate(events)]
+
+
+SUBMITTED = TaskSubmitted(goal="Bump the version", workspace="/ws", allowed_effects=("read", "write"))
+SHA = "a" * 64
+
+
+def test_a_claim_with_no_change_recorded_is_unbacked_and_names_the_failed_call() -> None:
+    records = _log(
+        SUBMITTED,
+        ToolCallStarted(call_id="c1", tool="edit_file", idempotent=False, effects=("write",)),
+        ToolCallExecuted(call_id="c1", tool="edit_file", status="error", observation={"error": "text_not_found"}),
+    )
+    why = claims.unbacked("The version was bumped to 0.8.0.", records)
+    assert why == 'the answer says "The version was bumped to 0.8.0", but edit_file failed: text_not_found; ' \
+                  "nothing was changed"
+
+
+def test_a_claim_backed_by_a_recorded_change_or_an_outside_action_stands() -> None:
+    changed = _log(SUBMITTED, FileChanged(call_id="c1", path="v.txt", before_sha256=SHA, after_sha256="b" * 64))
+    assert claims.unbacked("The version was bumped.", changed) is None
+    acted = _log(
+        SUBMITTED,
+        ToolCallStarted(call_id="c1", tool="rotate_api_key", idempotent=False, effects=("external", "write")),
+        ToolCallExecuted(call_id="c1", tool="rotate_api_key", status="ok"),
+    )
+    assert claims.unbacked("I have created a new key.", acted) is None
+
+
+def test_only_changes_since_the_users_latest_message_back_a_claim() -> None:
+    records = _log(
+        SUBMITTED,
+        FileChanged(call_id="c1", path="v.txt", before_sha256=SHA, after_sha256="b" * 64),
+        UserSaid(text="Now bump it again"),
+    )
+    assert claims.unbacked("I bumped it again.", records) is not None
+
+
+def test_an_answer_made_of_a_tools_description_copies_it_and_one_that_shares_a_phrase_does_not() -> None:
+    description = (
+        "Create or replace one text file in the workspace with the given content, creating folders as needed. "
+        "Writing the same content again changes nothing."
+    )
+    assert claims.copies("Create or replace one text file in the workspace with the given content.", [description])
+    assert claims.copies("One full sentence that answers it: the version is 1.4.2", ["one full sentence that answers it"])
+    assert not claims.copies("The file hello.txt was created in the workspace with the given content.", [description])
