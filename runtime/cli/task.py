@@ -197,7 +197,9 @@ def show(
         echo_json(state)
         return
     click.echo(render_state(state))
-    outcome = _outcome(store.read_stream(task_id, until=at_seq))
+    records = store.read_stream(task_id, until=at_seq)
+    click.echo("\n" + _changes.changes_section(records, app.settings().artifacts_dir))
+    outcome = _outcome(records)
     if outcome:
         click.echo(f"\n{outcome}")
 
@@ -489,3 +491,7 @@ def _outcome_line(event) -> str:
     if event.phase == TaskPhase.CANCELLED:
         return f"cancelled: {event.reason}"
     return f"failed: {event.reason}"
+
+
+# Registers `task diff`, `task undo` and `task redo` on the group above.
+from runtime.cli import changes as _changes  # noqa: E402,F401

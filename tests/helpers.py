@@ -1,0 +1,64 @@
+"""What tests of the agent loop share: a runtime on a scripted model, submitting and running a task, and
+the replies a script is made of. Test modules import this; none imports another test module."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from runtime.agent.loop import Runtime, run_task
+from runtime.agent.plugins import load
+from runtime.artifacts import ArtifactStore
+from runtime.harness.tasks import submit_task
+from runtime.inference.scripted import ScriptedModel
+from runtime.tools import Tool
+from store import NO_STREAM, EventStore
+
+
+def scripted_runtime(
+    store: EventStore,
+    data_dir: Path,
+    replies: Sequence[dict],
+    *,
+    plugins: Iterable[str] = (),
+    tools: Iterable[Tool] = (),
+    **kw: Any,
+) -> Runtime:
+    """A runtime on a scripted model whose artifacts live in `data_dir/artifacts`, as agentd's own do."""
+    loaded = load(list(plugins))
+    for tool in tools:
+        loaded.tools.register(tool)
+    return Runtime(
+        store=store,
+        model=ScriptedModel(list(replies)),
+        tools=loaded.tools,
+        profiles=loaded.profiles,
+        artifacts=ArtifactStore(data_dir / "artifacts"),
+        protected=(data_dir,),
+        **kw,
+    )
+
+
+def submit(store: EventStore, workspace: Path, goal_text: str, **kw: Any) -> str:
+    task_id = f"t-{len(store.tasks()) + 1}"
+    store.append(task_id, submit_task(goal_text, workspace, **kw), expected_version=NO_STREAM, actor="ann")
+    return task_id
+
+
+def run(rt: Runtime, task_id: str, **kw: Any) -> str:
+    return anyio.run(lambda: run_task(rt, task_id, **kw))
+
+
+def events(store: EventStore, task_id: str, kind) -> list:
+    return [r.event for r in store.read_stream(task_id) if isinstance(r.event, kind)]
+
+
+def call(tool: str, **arguments: Any) -> dict:
+    return {"action": "call_tool", "tool": tool, "arguments": arguments, "reason": "test"}
+
+
+def answer(text: str, *sources: str) -> dict:
+    return {"action": "final_answer", "answer": text, "sources": list(sources)}

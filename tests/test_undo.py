@@ -1,0 +1,410 @@
+"""Every change a task makes to a file is kept, shown as a diff and can be undone.
+
+The three todo.txt runs and the version bump below are the ones a new user met on the default model,
+replayed with a scripted model: the same calls and answers, so the loop, the tools, the log and the
+commands are the real ones."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from runtime.tools import Effect, Tool, ToolContract
+from store.events import (
+    AnswerGiven,
+    ApprovalGranted,
+    ApprovalRequested,
+    FileChanged,
+    FileRestored,
+    ProposalRejected,
+    Restore,
+    RestoreFinished,
+    RestoreStarted,
+    TaskPhaseChanged,
+    ToolCallExecuted,
+)
+from tests.helpers import answer, call, events, run, scripted_runtime, submit
+
+TODO = b"- buy milk\n- call the plumber\n"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "todo.txt").write_bytes(TODO)
+    return ws
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def todo_task(store, data_dir, workspace, replies, goal='Add the line "- water the plants" to todo.txt') -> str:
+    rt = scripted_runtime(store, data_dir, replies)
+    task_id = submit(store, workspace, goal, allowed_effects=("read", "write"))
+    run(rt, task_id)
+    return task_id
+
+
+# -- the user's three todo.txt runs --------------------------------------------------------------
+
+
+def test_an_edit_that_replaced_an_item_is_shown_in_the_diff_and_undone_to_the_exact_bytes(
+    store, data_dir, workspace, agentd
+) -> None:
+    task_id = todo_task(store, data_dir, workspace, [
+        call("read_file", path="todo.txt"),
+        call("edit_file", path="todo.txt", old="buy milk", new="- water the plants"),
+        answer("todo.txt was successfully updated; the file size was increased by 100 characters."),
+    ])
+    assert (workspace / "todo.txt").read_bytes() == b"- - water the plants\n- call the plumber\n"
+    [changed] = events(store, task_id, FileChanged)
+    assert (changed.path, changed.before_sha256, changed.after_sha256) == (
+        "todo.txt", sha(TODO), sha((workspace / "todo.txt").read_bytes())
+    )
+    # The model saw what it removed, in the call's own result and beside its next decision.
+    executed = [e for e in events(store, task_id, ToolCallExecuted) if e.tool == "edit_file"]
+    assert "-- buy milk" in executed[0].observation["diff"]
+
+    shown = agentd("task", "diff", task_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "-- buy milk\n" in shown.stdout and "+- - water the plants\n" in shown.stdout
+    assert "c2 edit_file: todo.txt changed (+1 -1)" in shown.stdout
+
+    undone = agentd("task", "undo", task_id)
+    assert undone.returncode == 0, undone.stderr
+    assert undone.stdout == "put back todo.txt\n"
+    assert (workspace / "todo.txt").read_bytes() == TODO
+
+
+def test_an_append_followed_by_an_edit_over_an_item_is_undone_whole(store, data_dir, workspace, agentd) -> None:
+    task_id = todo_task(store, data_dir, workspace, [
+        call("read_file", path="todo.txt"),
+        call("append_file", path="todo.txt", text="- water the plants"),
+        call("edit_file", path="todo.txt", old="- buy milk", new="- water the plants"),
+        answer("todo.txt has been updated."),
+    ], goal='Append a new last line "- water the plants" to todo.txt, keeping the existing lines')
+    assert b"buy milk" not in (workspace / "todo.txt").read_bytes()
+    shown = agentd("task", "diff", task_id, "--json")
+    diffs = json.loads(shown.stdout)
+    assert [(d["by"], d["added"], d["removed"]) for d in diffs] == [("c2 append_file", 1, 0), ("c3 edit_file", 1, 1)]
+    assert "-- buy milk" in diffs[1]["diff"]
+
+    assert agentd("task", "undo", task_id).returncode == 0
+    assert (workspace / "todo.txt").read_bytes() == TODO
+
+
+def test_a_write_over_the_list_is_shown_with_every_line_it_lost_and_undone(store, data_dir, workspace, agentd) -> None:
+    task_id = todo_task(store, data_dir, workspace, [
+        call("read_file", path="todo.txt"),
+        call("append_file", path="todo.txt", text="- water the plants"),
+        call("write_file", path="todo.txt", content="- water the plants"),
+        answer("The user added the item  to todo.txt."),
+    ])
+    assert (workspace / "todo.txt").read_bytes() == b"- water the plants"
+    shown = agentd("task", "diff", task_id, "--path", "todo.txt")
+    assert "-- buy milk\n-- call the plumber\n" in shown.stdout
+    assert agentd("task", "undo", task_id).returncode == 0
+    assert (workspace / "todo.txt").read_bytes() == TODO
+
+
+def test_task_show_lists_the_files_changed_with_their_line_counts(store, data_dir, workspace, agentd) -> None:
+    task_id = todo_task(store, data_dir, workspace, [
+        call("read_file", path="todo.txt"),
+        call("append_file", path="todo.txt", text="- water the plants"),
+        answer("I added the line to todo.txt."),
+    ])
+    shown = agentd("task", "show", task_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "todo.txt (+1 -0)" in shown.stdout
+
+
+# -- an answer checked against what the task recorded ----------------------------------------------
+
+
+def test_a_bump_claimed_after_a_failed_edit_is_refused_and_then_fails_the_task(store, data_dir, tmp_path) -> None:
+    ws = tmp_path / "project"
+    (ws / "config").mkdir(parents=True)
+    (ws / "config" / "settings.yaml").write_text("name: birdlog\nversion: 0.7.1\n")
+    task_id = todo_task(store, data_dir, ws, [
+        call("read_file", path="config/settings.yaml"),
+        call("edit_file", path="config/settings.yaml", old="0.7.0", new="0.8.0"),
+        answer("The project version was bumped to 0.8.0."),
+        answer("The project version was bumped to 0.8.0."),
+    ], goal="Bump the project version to 0.8.0")
+    [rejected, again] = events(store, task_id, ProposalRejected)
+    assert "edit_file failed: text_not_found; nothing was changed" in rejected.error
+    assert again.error == rejected.error.split("; answer saying")[0]
+    assert events(store, task_id, TaskPhaseChanged)[-1].phase == "failed"
+    assert "nothing was changed" in events(store, task_id, TaskPhaseChanged)[-1].reason
+    assert events(store, task_id, AnswerGiven) == []
+    assert (ws / "config" / "settings.yaml").read_text() == "name: birdlog\nversion: 0.7.1\n"
+
+
+def test_an_honest_answer_after_a_refused_claim_completes_the_task(store, data_dir, tmp_path) -> None:
+    ws = tmp_path / "project"
+    ws.mkdir()
+    (ws / "settings.yaml").write_text("version: 0.7.1\n")
+    task_id = todo_task(store, data_dir, ws, [
+        call("read_file", path="settings.yaml"),
+        call("edit_file", path="settings.yaml", old="0.7.0", new="0.8.0"),
+        answer("I have bumped the version to 0.8.0."),
+        answer("The version could not be bumped: settings.yaml has 0.7.1, not 0.7.0."),
+    ], goal="Bump the project version to 0.8.0")
+    assert len(events(store, task_id, ProposalRejected)) == 1
+    assert events(store, task_id, AnswerGiven)[0].answer.startswith("The version could not be bumped")
+    assert events(store, task_id, TaskPhaseChanged)[-1].phase == "completed"
+
+
+def test_an_answer_that_copies_a_tools_description_is_refused(store, data_dir, workspace) -> None:
+    from runtime.tools import WriteFile
+
+    task_id = todo_task(store, data_dir, workspace, [
+        answer(WriteFile.contract.description),
+        call("write_file", path="CONTRIBUTORS.txt", content="Mila\nJoost\n"),
+        answer("CONTRIBUTORS.txt now lists Mila and Joost."),
+    ], goal="Create CONTRIBUTORS.txt listing Mila and Joost")
+    [rejected] = events(store, task_id, ProposalRejected)
+    assert "repeats what you were told" in rejected.error
+    assert (workspace / "CONTRIBUTORS.txt").read_text() == "Mila\nJoost\n"
+
+
+# -- undo's checks ---------------------------------------------------------------------------------
+
+
+def two_file_task(store, data_dir, workspace) -> str:
+    (workspace / "notes.txt").write_text("first\n")
+    return todo_task(store, data_dir, workspace, [
+        call("read_file", path="todo.txt"),
+        call("append_file", path="todo.txt", text="- water the plants"),
+        call("read_file", path="notes.txt"),
+        call("append_file", path="notes.txt", text="second"),
+        answer("I added a line to todo.txt and one to notes.txt."),
+    ], goal="Add the line '- water the plants' to todo.txt and the line 'second' to notes.txt")
+
+
+def test_undo_refuses_a_file_someone_else_changed_since_and_touches_nothing(store, data_dir, workspace, agentd) -> None:
+    task_id = two_file_task(store, data_dir, workspace)
+    (workspace / "notes.txt").write_text("first\nsecond\nthe user's own line\n")
+    todo_after = (workspace / "todo.txt").read_bytes()
+    version = store.read_stream(task_id)[-1].stream_version
+
+    refused = agentd("task", "undo", task_id)
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == "agentd: notes.txt was changed after the task changed it; nothing was undone"
+    assert (workspace / "notes.txt").read_text() == "first\nsecond\nthe user's own line\n"
+    assert (workspace / "todo.txt").read_bytes() == todo_after
+    assert store.read_stream(task_id)[-1].stream_version == version
+
+    # The file nobody else touched can still be undone on its own.
+    assert agentd("task", "undo", task_id, "--path", "todo.txt").returncode == 0
+    assert (workspace / "todo.txt").read_bytes() == TODO
+
+
+def test_a_dry_run_says_what_undo_would_do_and_changes_nothing(store, data_dir, workspace, agentd) -> None:
+    task_id = two_file_task(store, data_dir, workspace)
+    before = {p.name: p.read_bytes() for p in workspace.iterdir()}
+    shown = agentd("task", "undo", task_id, "--dry-run")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == "would put back todo.txt\nwould put back notes.txt\n"
+    assert {p.name: p.read_bytes() for p in workspace.iterdir()} == before
+    assert events(store, task_id, RestoreStarted) == []
+
+
+def test_undo_deletes_what_the_task_created_restores_what_it_deleted_and_redo_makes_it_again(
+    store, data_dir, workspace, agentd
+) -> None:
+    (workspace / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    os.chmod(workspace / "run.sh", 0o755)
+    rt = scripted_runtime(store, data_dir, [
+        call("shell", command="rm run.sh && printf 'Mila\\nJoost\\n' > CONTRIBUTORS.txt"),
+        answer("I removed run.sh and created CONTRIBUTORS.txt."),
+    ])
+    task_id = submit(store, workspace, "Run `rm run.sh && printf 'Mila\\nJoost\\n' > CONTRIBUTORS.txt`",
+                     allowed_effects=("read", "write", "external"))
+    assert run(rt, task_id) == "awaiting_approval"
+    [request] = events(store, task_id, ApprovalRequested)
+    store.append(task_id, [ApprovalGranted(approval_id=request.approval_id, by="ann")], actor="ann")
+    assert run(rt, task_id) == "completed"
+    changed = {e.path: (e.before_sha256 is None, e.after_sha256 is None) for e in events(store, task_id, FileChanged)}
+    assert changed == {"CONTRIBUTORS.txt": (True, False), "run.sh": (False, True)}
+
+    assert agentd("task", "undo", task_id).stdout == "delete CONTRIBUTORS.txt\nrecreate run.sh\n"
+    assert not (workspace / "CONTRIBUTORS.txt").exists()
+    assert (workspace / "run.sh").read_text() == "#!/bin/sh\necho hi\n"
+    assert os.stat(workspace / "run.sh").st_mode & 0o777 == 0o755
+
+    again = agentd("task", "undo", task_id)
+    assert again.returncode == 1 and "nothing to undo" in again.stderr
+
+    assert agentd("task", "redo", task_id).returncode == 0
+    assert (workspace / "CONTRIBUTORS.txt").read_text() == "Mila\nJoost\n"
+    assert not (workspace / "run.sh").exists()
+
+
+def test_undo_of_a_running_task_or_an_unknown_one_is_refused_in_one_line(store, data_dir, workspace, agentd) -> None:
+    task_id = submit(store, workspace, "Add a line to todo.txt", allowed_effects=("read", "write"))
+    running = agentd("task", "undo", task_id)
+    assert running.returncode == 1 and running.stderr.count("\n") == 1
+    assert running.stderr == (
+        f"agentd: task {task_id} is submitted; cancel it or let it finish before its changes are undone\n"
+    )
+    unknown = agentd("task", "undo", "t-nope")
+    assert unknown.returncode == 1 and unknown.stderr == "agentd: no task 't-nope'\n"
+    wrong_path = agentd("task", "diff", task_id, "--path", "other.txt")
+    assert wrong_path.returncode == 1 and wrong_path.stderr == "agentd: the task did not change other.txt\n"
+
+
+def test_an_undo_interrupted_after_its_first_file_is_finished_by_the_next_one(store, data_dir, workspace, agentd) -> None:
+    task_id = two_file_task(store, data_dir, workspace)
+    [todo, notes] = events(store, task_id, FileChanged)
+    # What a crash leaves: the restore recorded, todo.txt put back and recorded, notes.txt not yet.
+    store.append(task_id, [RestoreStarted(restore_id="r-1", kind="undo", by="cli", files=(
+        Restore(path="todo.txt", from_sha256=todo.after_sha256, to_sha256=todo.before_sha256),
+        Restore(path="notes.txt", from_sha256=notes.after_sha256, to_sha256=notes.before_sha256),
+    ))], actor="cli")
+    (workspace / "todo.txt").write_bytes(TODO)
+    store.append(task_id, [FileRestored(restore_id="r-1", kind="undo", path="todo.txt",
+                                        from_sha256=todo.after_sha256, to_sha256=todo.before_sha256)], actor="cli")
+
+    finished = agentd("task", "undo", task_id)
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout == "finished an interrupted undo or redo first: notes.txt\n"
+    assert (workspace / "notes.txt").read_text() == "first\n"
+    assert (workspace / "todo.txt").read_bytes() == TODO
+    assert [e.skipped for e in events(store, task_id, RestoreFinished)] == [()]
+
+
+def test_an_undo_killed_at_any_moment_leaves_every_file_whole_and_the_next_undo_finishes_it(
+    store, data_dir, workspace, agentd
+) -> None:
+    names = [f"f{i:03}.txt" for i in range(60)]
+    for name in names:
+        (workspace / name).write_text(f"{name} before\n")
+    command = " && ".join(f"echo after >> {n}" for n in names)
+    rt = scripted_runtime(store, data_dir, [call("shell", command=command), answer("I appended to every file.")])
+    task_id = submit(store, workspace, f"Run `{command}`", allowed_effects=("read", "write", "external"))
+    run(rt, task_id)
+    [request] = events(store, task_id, ApprovalRequested)
+    store.append(task_id, [ApprovalGranted(approval_id=request.approval_id, by="ann")], actor="ann")
+    assert run(rt, task_id) == "completed"
+    assert len(events(store, task_id, FileChanged)) == 60
+
+    proc = subprocess.Popen([sys.executable, "-m", "runtime.cli", "task", "undo", task_id],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not events(store, task_id, FileRestored) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    for name in names:
+        assert (workspace / name).read_text() in (f"{name} before\n", f"{name} before\nafter\n")
+    finishing = agentd("task", "undo", task_id)
+    assert finishing.returncode in (0, 1), finishing.stderr
+    for name in names:
+        assert (workspace / name).read_text() == f"{name} before\n"
+    assert len(events(store, task_id, RestoreFinished)) == 1
+
+
+# -- what is recorded, whatever the tool -----------------------------------------------------------
+
+
+class _Stamp(Tool):
+    """A plugin tool with the write effect that writes a file its arguments do not name."""
+
+    def __init__(self) -> None:
+        from pydantic import BaseModel, ConfigDict
+
+        class Args(BaseModel):
+            model_config = ConfigDict(extra="forbid")
+            text: str
+
+        class Out(BaseModel):
+            ok: bool
+
+        self.contract = ToolContract(
+            name="stamp", description="Stamp the workspace.", input_model=Args, output_model=Out,
+            effects=[Effect.WRITE], idempotent=False, scope="workspace", timeout_s=5,
+        )
+
+    def run(self, ctx, args):
+        (ctx.workspace / "STAMP").write_text(args.text)
+        (ctx.workspace / "todo.txt").unlink()
+        return {"ok": True}
+
+
+def test_a_plugin_tool_that_writes_is_recorded_over_the_whole_workspace(store, data_dir, workspace) -> None:
+    from runtime.agent.profiles import WORKSPACE
+
+    profile = WORKSPACE.model_copy(update={"name": "stamping", "tools": ("stamp",)})
+    rt = scripted_runtime(store, data_dir, [call("stamp", text="done"), answer("I stamped the workspace.")],
+                          tools=[_Stamp()])
+    rt.profiles["stamping"] = profile
+    task_id = submit(store, workspace, "Stamp it", allowed_effects=("read", "write"), profile="stamping")
+    assert run(rt, task_id) == "completed"
+    assert {e.path: e.after_sha256 is None for e in events(store, task_id, FileChanged)} == {
+        "STAMP": False, "todo.txt": True
+    }
+
+
+def test_a_workspace_too_large_to_record_waits_for_a_person_and_never_runs_unrecorded(
+    store, data_dir, workspace
+) -> None:
+    from runtime.agent.profiles import WORKSPACE
+    from runtime.tools.snapshot import Limit
+
+    profile = WORKSPACE.model_copy(update={"name": "stamping", "tools": ("stamp",)})
+    rt = scripted_runtime(store, data_dir, [call("stamp", text="done"), answer("Not stamped.")],
+                          tools=[_Stamp()], record_limit=Limit(max_files=1))
+    rt.profiles["stamping"] = profile
+    (workspace / "other.txt").write_text("x\n")
+    task_id = submit(store, workspace, "Stamp it", allowed_effects=("read", "write"), profile="stamping")
+    assert run(rt, task_id) == "awaiting_approval"
+    [request] = events(store, task_id, ApprovalRequested)
+    assert request.unrecorded is not None and "too large to record" in request.unrecorded
+    assert not (workspace / "STAMP").exists()
+
+
+def test_changes_a_crash_left_unrecorded_are_recorded_before_the_call_is_run_again(store, data_dir, workspace) -> None:
+    from runtime.tools.snapshot import take
+    from runtime.tools import ToolContext
+    from runtime.artifacts import ArtifactStore
+    from store.events import ToolCallProposed, ToolCallStarted, TaskPhase
+
+    rt = scripted_runtime(store, data_dir, [answer("I added the line.")])
+    task_id = submit(store, workspace, "Add a line to todo.txt", allowed_effects=("read", "write"))
+    ctx = ToolContext(task_id=task_id, tenant="default", actor="ann", workspace=workspace,
+                      artifacts=ArtifactStore(data_dir / "artifacts"))
+    before = take(ctx, ("todo.txt",))
+    store.append(task_id, [
+        TaskPhaseChanged(phase=TaskPhase.RUNNING, reason="started"),
+        ToolCallProposed(call_id="c1", tool="append_file", arguments={"path": "todo.txt", "text": "- x"}),
+        ToolCallStarted(call_id="c1", tool="append_file", idempotent=False, effects=("write",),
+                        recorded=ctx.artifacts.put(before.encode())),
+    ], actor="agentd")
+    (workspace / "todo.txt").write_bytes(TODO + b"- x\n")  # the call wrote, then agentd died
+
+    assert run(rt, task_id) == "awaiting_approval"
+    [changed] = events(store, task_id, FileChanged)
+    assert (changed.call_id, changed.before_sha256) == ("c1", sha(TODO))
+    run(rt, task_id)
+    assert len(events(store, task_id, FileChanged)) == 1  # recorded once, however often the task is looked at
+
+
+def test_replay_rebuilds_the_artifact_index_with_changes_and_undos(store, data_dir, workspace, agentd) -> None:
+    task_id = two_file_task(store, data_dir, workspace)
+    assert agentd("task", "undo", task_id, "--path", "notes.txt").returncode == 0
+    rows = [(a.path, a.operation, a.before_sha256 is not None) for a in store.task(task_id).artifacts
+            if a.operation != "read"]
+    assert rows == [("todo.txt", "write", True), ("notes.txt", "write", True), ("notes.txt", "undo", True)]
+    replayed = agentd("replay")
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
