@@ -15,10 +15,9 @@ from runtime.cli import COMMANDS
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Commands the docs describe before they exist: issue 25 adds `agentd task diff` and `agentd task undo`, and the
-# README's undo section and docs/changes.md say how they will work. Remove each entry once its command is in
-# the CLI, so that the docs are held to it like every other command.
-NOT_YET_COMMANDS = {("task", "diff"), ("task", "undo")}
+# Commands the docs may describe before they exist, each removed once its command is in the CLI, so that the
+# docs are held to it like every other command.
+NOT_YET_COMMANDS: set[tuple[str, str]] = set()
 
 # Paths the docs name that live in an eval case's workspace, not in this repository (a file the quality
 # model read in a recorded run).
