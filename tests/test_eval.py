@@ -73,6 +73,20 @@ BAD_FILES = {
     "not_yaml": ("- name: a\n  input: [unclosed\n", "not valid YAML at line"),
     "absent_and_contains": ("- name: a\n  input: hi\n  expect: {files: {x: {absent: true, contains: y}}}\n",
                             "expect.files.x: absent: true cannot be combined"),
+    "keep_what": ("- name: a\n  input: hi\n  files: {x: y}\n  expect: {files: {x: {keep: most}}}\n",
+                  "case 'a': expect.files.x.keep: write `keep: all`"),
+    "keep_a_file_not_laid_out": ("- name: a\n  input: hi\n  expect: {files: {x: {keep: all}}}\n",
+                                 "case 'a': expect.files.x.keep: keeping every line needs the file's text"),
+    "keep_except_nothing": ("- name: a\n  input: hi\n  files: {x: \"one\\ntwo\\n\"}\n"
+                            "  expect: {files: {x: {keep: {except: [three]}}}}\n",
+                            "case 'a': expect.files.x.keep: except: 'three' is in no line of x"),
+    "keep_not_a_line": ("- name: a\n  input: hi\n  files: {x: \"one\\ntwo\\n\"}\n"
+                        "  expect: {files: {x: {keep: [tw]}}}\n",
+                        "case 'a': expect.files.x.keep: 'tw' is not a line of x"),
+    "keep_absent": ("- name: a\n  input: hi\n  expect: {files: {x: {absent: true, keep: [a]}}}\n",
+                    "expect.files.x: absent: true cannot be combined"),
+    "keep_no_files": ("- name: a\n  input: hi\n  expect: {keep: all}\n",
+                      "case 'a': expect.keep: all: the case lays out no files to keep"),
 }
 
 
@@ -213,6 +227,8 @@ LABEL_CASES = {
     "model_error": (case(), [*START, failed("the model failed: llama.cpp failed on m: decode returned -3")]),
     "context_overflow": (case(), [*START, failed(OVERFLOW_REASON)]),
     "other": (case(), [*START, failed("task t-1 uses profile 'x', which is not loaded")]),
+    "lost_lines": (case(files={"todo.txt": "- buy milk\n"}, expect={"keep": "all"}),
+                   [*START, called(1), *answered("Done.")]),
 }
 
 
@@ -277,6 +293,71 @@ def test_an_expected_escalation_or_wait_is_a_success() -> None:
     esc = [*START, called(1), TaskEscalated(reason="not mine"), TaskPhaseChanged(phase=TaskPhase.COMPLETED, reason="x")]
     assert check.judge(case(expect={"ending": ["completed", "escalated"]}), esc).success
     assert check.judge(case(expect={"ending": "escalated"}), [*START, called(1), *answered("hi")]).label == "wrong_answer"
+
+
+# -- lines a file must keep -----------------------------------------------------------------------
+
+TODO = "- buy milk\n- call the plumber\n"
+
+
+def kept(c: Case, files: dict[str, str | None]) -> check.Verdict:
+    return check.judge(c, [*START, called(1), *answered("Done.")], files=files)
+
+
+def test_a_kept_line_may_move_or_be_reindented_but_not_be_dropped_or_rewritten() -> None:
+    c = case(files={"todo.txt": TODO}, expect={"files": {"todo.txt": {"keep": "all"}}})
+    assert kept(c, {"todo.txt": "- water the plants\n\n   - call the plumber\n- buy milk\n"}).success
+    replaced = kept(c, {"todo.txt": "- - water the plants\n- call the plumber\n"})
+    assert (replaced.label, replaced.detail) == ("lost_lines", "todo.txt lost 1 line it had to keep: '- buy milk'")
+    assert kept(c, {"todo.txt": "- Buy milk\n- call the plumber\n"}).label == "lost_lines", "a rewritten line is not kept"
+
+
+def test_a_line_the_file_had_twice_must_be_there_twice() -> None:
+    c = case(files={"todo.txt": "- eggs\n- eggs\n"}, expect={"files": {"todo.txt": {"keep": "all"}}})
+    assert kept(c, {"todo.txt": "- eggs\n- eggs\n- milk\n"}).success
+    assert kept(c, {"todo.txt": "- eggs\n- milk\n"}).detail == "todo.txt lost 1 line it had to keep: '- eggs'"
+
+
+def test_keep_except_lets_go_only_the_lines_that_hold_the_text() -> None:
+    c = case(files={"app.toml": "debug = true\nport = 8080\n"},
+             expect={"files": {"app.toml": {"keep": {"except": ["DEBUG"]}}}})
+    assert kept(c, {"app.toml": "debug = false\nport = 8080\n"}).success
+    assert kept(c, {"app.toml": "port = 8080\n"}).success, "the request may remove what it names"
+    assert kept(c, {"app.toml": "debug = false\nport = 9090\n"}).detail == (
+        "app.toml lost 1 line it had to keep: 'port = 8080'"
+    )
+
+
+def test_listed_lines_must_be_there_whatever_else_changed() -> None:
+    c = case(files={"todo.txt": TODO}, expect={"files": {"todo.txt": {"keep": ["- call the plumber"]}}})
+    assert kept(c, {"todo.txt": "- call the plumber\n"}).success
+    assert kept(c, {"todo.txt": "- buy milk\n"}).label == "lost_lines"
+
+
+def test_expect_keep_all_covers_every_file_the_case_lays_out_as_its_own_keep_allows() -> None:
+    files = {"todo.txt": TODO, "README.md": "# Tidy\nA tracker.\n"}
+    c = case(files=files, expect={"keep": "all", "files": {"todo.txt": {"keep": {"except": ["milk"]}}}})
+    assert set(c.keeps) == {"todo.txt", "README.md"}
+    assert kept(c, {"todo.txt": "- call the plumber\n", "README.md": files["README.md"]}).success
+    clobbered = kept(c, {"todo.txt": TODO, "README.md": "hello\n"})
+    assert clobbered.detail == "README.md lost 2 lines it had to keep: '# Tidy', 'A tracker.'"
+    gone = kept(c, {"todo.txt": None, "README.md": None})
+    assert gone.detail == ("todo.txt is gone, and with it 1 line to keep; "
+                           "README.md is gone, and with it 2 lines to keep")
+    assert [f.label for f in gone.failures] == ["lost_lines"], "a file only kept is lost, not a failed file check"
+
+
+def test_a_lost_line_outranks_a_wrong_answer_and_a_failed_file_check() -> None:
+    c = case(files={"todo.txt": TODO}, expect={"answer_contains": ["water"], "keep": "all",
+                                               "files": {"todo.txt": {"contains": "water the plants"}}})
+    verdict = kept(c, {"todo.txt": "- water\n"})
+    assert [f.label for f in verdict.failures] == ["lost_lines", "wrong_answer", "file_check"]
+
+
+def test_every_case_of_the_workspace_set_that_may_change_a_file_keeps_its_lines() -> None:
+    for c in load_file(EXAMPLES / "workspace.yaml"):
+        if "write" in c.allow or "external" in c.allow:
+            assert c.expect.keep == "all", c.name
 
 
 # -- the Wilson interval ---------------------------------------------------------------------------

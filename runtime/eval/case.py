@@ -50,6 +50,23 @@ Needle = str | tuple[str, ...]
 """Text an answer must contain, case-insensitively; a list means any one of them (`[3, three]`)."""
 
 
+class Keep(_Strict):
+    """Lines of a file that must survive the run: every line it had before (`all`), bar the lines that
+    hold one of the `except` texts (what the request asks to change), or only the `lines` listed.
+
+    Written `keep: all`, `keep: {except: [text, ...]}` or `keep: [line, ...]`. Lines compare without
+    the white space around them, and blank lines do not count: a line the run kept but re-indented
+    or moved is kept, a line it dropped or rewrote is lost."""
+
+    all: bool = False
+    except_: tuple[str, ...] = Field((), alias="except")
+    lines: tuple[str, ...] = ()
+
+    def exempts(self, line: str) -> bool:
+        low = line.lower()
+        return any(text.lower() in low for text in self.except_)
+
+
 class FileExpect(_Strict):
     """What one file in the workspace must look like after the run."""
 
@@ -58,11 +75,34 @@ class FileExpect(_Strict):
     equals: str | None = None
     matches: str | None = None
     absent: bool = False
+    keep: Keep | None = None
 
     @field_validator("contains", mode="before")
     @classmethod
     def _one_or_many(cls, v: Any) -> Any:
         return [v] if isinstance(v, str) else v
+
+    @field_validator("keep", mode="before")
+    @classmethod
+    def _keep(cls, v: Any) -> Any:
+        if v is None or isinstance(v, Keep):
+            return v
+        if v == "all":
+            return {"all": True}
+        if isinstance(v, dict) and set(v) == {"except"}:
+            texts = v["except"]
+            texts = [texts] if isinstance(texts, str) else texts
+            if not texts:
+                raise ValueError("except: name at least one text; `keep: all` keeps every line")
+            return {"all": True, "except": texts}
+        if isinstance(v, list) and v:
+            return {"lines": v}
+        raise ValueError("write `keep: all`, `keep: {except: [text, ...]}` or `keep: [line, ...]`")
+
+    @property
+    def checks_content(self) -> bool:
+        """Whether anything but `keep` is asked of the file: then it must exist, whatever it keeps."""
+        return bool(self.contains or self.not_contains or self.equals is not None or self.matches or self.absent)
 
     @field_validator("matches")
     @classmethod
@@ -71,7 +111,7 @@ class FileExpect(_Strict):
 
     @model_validator(mode="after")
     def _absent_alone(self) -> FileExpect:
-        if self.absent and (self.contains or self.equals is not None or self.matches or self.not_contains):
+        if self.absent and (self.contains or self.equals is not None or self.matches or self.not_contains or self.keep):
             raise ValueError("absent: true cannot be combined with checks of the file's content")
         return self
 
@@ -84,6 +124,9 @@ class Expect(_Strict):
     answer_matches: str | None = None
     answer_not_contains: tuple[str, ...] = ()
     files: dict[str, FileExpect] = {}
+    # `all`: every file the case lays out keeps every line it had, except as its own `keep` says: a
+    # change the request never asked for, anywhere, is a lost line.
+    keep: Literal["all"] | None = None
     max_steps: int | None = Field(None, ge=1)
     # The largest request any call of the run may be, in prompt tokens: window stuffing, measured.
     max_prompt_tokens: int | None = Field(None, ge=1)
@@ -197,8 +240,40 @@ class Case(_Shared):
             raise ValueError(f"actor.tenant {actor_tenant!r} and tenant {self.tenant!r} disagree")
         both = set(self.required_tool_names) & set(self.forbidden_tools)
         if both:
-            raise ValueError(f"{', '.join(sorted(both))} is both required and forbidden")
+            raise ValueError(f"required_tools: {', '.join(sorted(both))} is both required and forbidden")
+        self._check_keeps()
         return self
+
+    def _check_keeps(self) -> None:
+        """A keep that names nothing of the file would pass by checking nothing: refused here."""
+        if self.expect.keep and not self.files:
+            raise ValueError("expect.keep: all: the case lays out no files to keep")
+        for path, want in self.expect.files.items():
+            keep, where = want.keep, f"expect.files.{path}.keep"
+            if keep is None:
+                continue
+            before = self.files.get(path)
+            if keep.all and before is None:
+                raise ValueError(f"{where}: keeping every line needs the file's text before the run, "
+                                 f"and {path} is not among the case's files (list the lines instead)")
+            if before is None:
+                continue
+            had = [line.strip() for line in before.splitlines()]
+            for text in keep.except_:
+                if not any(text.lower() in line.lower() for line in had):
+                    raise ValueError(f"{where}: except: {text!r} is in no line of {path}")
+            for line in keep.lines:
+                if not line.strip() or line.strip() not in had:
+                    raise ValueError(f"{where}: {line!r} is not a line of {path}")
+
+    @property
+    def keeps(self) -> dict[str, Keep]:
+        """What must survive of each file, by path: its own `keep`, else every line (`expect.keep: all`)."""
+        out = {path: want.keep for path, want in self.expect.files.items() if want.keep is not None}
+        if self.expect.keep == "all":
+            for path in self.files:
+                out.setdefault(path, Keep(all=True))
+        return out
 
     @property
     def required_tool_names(self) -> tuple[str, ...]:
@@ -349,7 +424,8 @@ def _first(e: ValidationError) -> str:
     # names the value that is wrong, the others only that the whole did not fit some member.
     err = max(e.errors(), key=lambda x: len(x["loc"]))
     parts = [str(p) for p in err["loc"] if p not in _UNION_TAGS]
-    loc = ".".join(parts).replace("copy_", "copy") or "case"
+    # A check of the whole case (a keep against its files, tenant against actor) names its field itself.
+    loc = ".".join(parts).replace("copy_", "copy")
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         msg = "not a field of the case format"
@@ -357,7 +433,7 @@ def _first(e: ValidationError) -> str:
         msg = "required"
     elif isinstance(err.get("input"), (bool, date)):
         msg += f" (YAML reads {err['input']!s} as a {type(err['input']).__name__}, not text: quote it)"
-    return f"{loc}: {msg}"
+    return f"{loc}: {msg}" if loc else msg
 
 
 _UNION_TAGS = frozenset({"str", "tuple[str, ...]"})

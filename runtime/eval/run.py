@@ -104,7 +104,7 @@ def run_case(case: Case, number: int, *, base: Settings, model: Model, root: Pat
                 seconds = time.perf_counter() - started
                 events = [r.event for r in store.read_stream(task_id)]
                 prompts = _prompts(rt, events) if case.secrets else []
-        verdict = check.judge(case, events, prompts=prompts, files=_files(case, scratch, workspace))
+        verdict = check.judge(case, events, prompts=prompts, files=files_after(case, scratch, workspace))
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as e:  # noqa: BLE001  a run that cannot finish is a failed run, said in its detail
@@ -116,6 +116,13 @@ def run_case(case: Case, number: int, *, base: Settings, model: Model, root: Pat
             steps=0, calls=0, prompt_tokens=0, evaluated_tokens=0, completion_tokens=0,
             seconds=time.perf_counter() - started, task_id=task_id, file=case.source,
         )
+    return result_of(case, number, verdict, events, seconds=seconds, task_id=task_id)
+
+
+def result_of(
+    case: Case, number: int, verdict: check.Verdict, events, *, seconds: float = 0.0, task_id: str | None = None
+) -> RunResult:
+    """What the report keeps of one judged run: its verdict and what its events say it cost."""
     usage = check.usage_of(events)
     return RunResult(
         case=case.name, group=case.group, run=number, success=verdict.success, label=verdict.label,
@@ -203,10 +210,10 @@ def _prompts(rt, events) -> list[str]:
     ]
 
 
-def _files(case: Case, scratch: Path, workspace: Path) -> dict[str, str | None]:
-    """The text of each file the case checks, as the run left it; None where there is no file."""
+def files_after(case: Case, scratch: Path, workspace: Path) -> dict[str, str | None]:
+    """The text of each file the case checks or keeps, as the run left it; None where there is no file."""
     found: dict[str, str | None] = {}
-    for name in case.expect.files:
+    for name in dict.fromkeys([*case.expect.files, *case.keeps]):
         # Resolved, symlinks included: a link the run left pointing elsewhere is not read through.
         path = (workspace / name).resolve()
         if not path.is_relative_to(scratch.resolve()) or not path.is_file():
