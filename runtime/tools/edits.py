@@ -99,7 +99,8 @@ class EditFile(Tool[EditFileArgs, EditFileOutput]):
         name="edit_file",
         description=(
             "Change a text file in the workspace: replace every place it has the text `old` with `new`. "
-            "Use it to fix, rename or change a value; `old` must be copied exactly from the file."
+            "Use it to fix, rename or change a value; `old` must be copied exactly from the file. What `old` "
+            "holds is gone unless `new` repeats it: to add lines, use append_file."
         ),
         input_model=EditFileArgs,
         output_model=EditFileOutput,
