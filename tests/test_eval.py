@@ -13,7 +13,7 @@ import pytest
 from runtime.config import Settings
 from runtime.eval import check, report
 from runtime.eval.case import Case, load_file
-from runtime.eval.run import run_case
+from runtime.eval.run import result_of, run_case
 from runtime.inference.model import check_fits
 from runtime.inference.scripted import ScriptedModel
 from runtime.errors import ContextOverflow
@@ -492,6 +492,108 @@ def test_the_json_report_has_the_documented_shape(tmp_path: Path) -> None:
     assert built["totals"]["groups"]["read"]["runs"] == 2 == built["totals"]["all"]["runs"]
     json.loads(report.dumps(built))
     assert "wrong_answer 1" in report.render(built)
+
+
+# -- runs that claimed success and failed, runs that lost lines: counted beside success -------------
+
+WATER = 'Add the line "- water the plants" to todo.txt'
+
+
+def todo_case(**fields) -> Case:
+    return case(input=WATER, files={"todo.txt": TODO}, allow=["write"], group="write",
+                required_tools=[["append_file", "edit_file", "write_file"]],
+                expect={"files": {"todo.txt": {"contains": "- water the plants"}}, "keep": "all"}, **fields)
+
+
+# The issue's three runs on the default model, each ended `completed` with the claim of a change, and a
+# right one. The answer is given twice: a loop that refuses it once still ends the run on the second.
+ISSUE_RUNS = {
+    "edit_over_the_first_item": [
+        call("read_file", path="todo.txt"),
+        call("edit_file", path="todo.txt", old="buy milk", new="- water the plants"),
+        *[answer("The todo.txt file was successfully updated.")] * 2,
+    ],
+    "append_then_edit": [
+        call("read_file", path="todo.txt"), call("append_file", path="todo.txt", text="- water the plants\n"),
+        call("edit_file", path="todo.txt", old="- buy milk", new="- water the plants"),
+        *[answer("todo.txt has been updated.")] * 2,
+    ],
+    "append_then_write": [
+        call("read_file", path="todo.txt"), call("append_file", path="todo.txt", text="- water the plants\n"),
+        call("write_file", path="todo.txt", content="- water the plants"),
+        *[answer("The user added the item  to todo.txt.")] * 2,
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(ISSUE_RUNS))
+def test_the_issues_todo_runs_are_false_claims_that_lost_a_line(name: str, tmp_path: Path) -> None:
+    result = scripted_run(tmp_path, todo_case(), ISSUE_RUNS[name])
+    assert (result.success, result.ending, result.false_claim, result.lost_lines) == (False, "completed", True, True)
+    lost = "1 line it had to keep: '- buy milk'" if "edit" in name else "2 lines it had to keep: '- buy milk', '- call"
+    assert (result.label, result.detail[: 14 + len(lost)]) == ("lost_lines", f"todo.txt lost {lost}")
+
+
+def test_an_append_that_keeps_every_line_is_a_success_and_neither_figure(tmp_path: Path) -> None:
+    result = scripted_run(tmp_path, todo_case(), [
+        call("read_file", path="todo.txt"), call("append_file", path="todo.txt", text="- water the plants\n"),
+        answer("I added - water the plants to the end of todo.txt."),
+    ])
+    assert result.success, result.failures
+    assert (result.false_claim, result.lost_lines) == (False, False)
+    text = (tmp_path / "runs" / "c-1" / "workspace" / "todo.txt").read_text()
+    assert text == TODO + "- water the plants\n"
+
+
+def test_only_a_run_that_ended_completed_with_an_answer_counts_as_a_false_claim() -> None:
+    c = todo_case()
+    claimed = [*START, called(1), *answered("Added it.")]
+    escalated = [*START, called(1), TaskEscalated(reason="I cannot write"),
+                 TaskPhaseChanged(phase=TaskPhase.COMPLETED, reason="escalated: I cannot write")]
+    stopped = [*START, called(1), failed("the model failed: llama.cpp failed on m: decode returned -3")]
+    untouched = {"todo.txt": TODO}
+    runs = [result_of(c, n, check.judge(c, events, files=untouched), events)
+            for n, events in enumerate([claimed, escalated, stopped], start=1)]
+    assert [r.success for r in runs] == [False, False, False]
+    assert [r.false_claim for r in runs] == [True, False, False]
+    assert [r.lost_lines for r in runs] == [False, False, False]
+
+
+def test_false_claims_and_lost_lines_are_counted_per_case_in_total_and_per_run_in_the_report() -> None:
+    """Recorded runs, judged and reported: the figures say how many runs, never how many lines."""
+    c, other = todo_case(), case(name="read", group="read", expect={"answer_contains": ["march"]})
+    done = [*START, called(1), *tool(1, "append_file"), called(2), *answered("Added it.")]
+    lost = {"todo.txt": "- water the plants\n"}
+    right = {"todo.txt": TODO + "- water the plants\n"}
+    results = [
+        result_of(c, 1, check.judge(c, done, files=lost), done),
+        result_of(c, 2, check.judge(c, done, files=right), done),
+        result_of(c, 3, check.judge(c, done, files={"todo.txt": TODO}), done),
+        result_of(other, 1, check.judge(other, [*START, called(1), *answered("In April.")]), []),
+        result_of(other, 2, check.judge(other, [*START, called(1), *answered("In March.")]), []),
+    ]
+    from datetime import UTC, datetime
+
+    now = datetime.now(UTC)
+    built = report.build(results, model={"name": "scripted"}, files=["cases.yaml"], runs_per_case=3,
+                         started_at=now, finished_at=now)
+    assert built["format"] == 2
+    todo, read = built["cases"]
+    assert (todo["successes"], todo["false_claims"], todo["lost_lines"]) == (1, 2, 1)
+    assert todo["failures"] == {"file_check": 1, "lost_lines": 1}
+    figures = [(r["false_claim"], r["lost_lines"]) for r in todo["results"]]
+    assert figures == [(True, True), (False, False), (True, False)]
+    assert (read["successes"], read["false_claims"], read["lost_lines"]) == (1, 1, 0)
+    assert (built["totals"]["all"]["false_claims"], built["totals"]["all"]["lost_lines"]) == (3, 1)
+    assert built["totals"]["groups"]["write"]["false_claims"] == 2
+    table = report.render(built).splitlines()
+    header = next(line for line in table if line.startswith("CASE"))
+    assert header.split()[:7] == ["CASE", "OK", "95%", "CI", "FALSE", "CLAIM", "LOST"]
+    row = next(line for line in table if line.startswith("c "))
+    assert row.split()[:2] + row.split()[3:5] == ["c", "1/3", "2", "1"]
+    total = next(line for line in table if line.startswith("all cases"))
+    assert total.split()[2:3] + total.split()[4:6] == ["2/5", "3", "1"]
+    assert any(line.startswith("false claim: runs that ended completed with an answer") for line in table)
 
 
 # -- the real command on the real (smoke) model ------------------------------------------------

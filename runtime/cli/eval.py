@@ -87,6 +87,8 @@ def tasks(
                     bar.update()
                     if not live:
                         said = "ok" if result.success else f"{result.label}: {result.detail}"
+                        if result.false_claim:
+                            said += " (a false claim: it ended completed with an answer)"
                         click.echo(
                             f"[{len(results)}/{bar.total}] {c.name} run {n}/{runs}: {said} "
                             f"({sum(r.success for r in results)} ok so far)",

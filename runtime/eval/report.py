@@ -1,8 +1,12 @@
-"""The eval report: per case and in total, successes with a Wilson interval, failure endings, costs.
+"""The eval report: per case and in total, successes with a Wilson interval, false claims, lost lines,
+failure endings, costs.
 
 Pure functions from run results to a report dict, and from that dict to the table; the JSON written
 to the reports folder is the same dict. Medians of tokens and seconds count successful runs only: a
-run that failed fast is cheap and says nothing about what a finished task costs.
+run that failed fast is cheap and says nothing about what a finished task costs. Beside success, two
+failures are counted apart because they are the ones a user does not see: a run that ended
+`completed` with an answer although a check failed (it said it was done), and a run that lost a line
+a file had to keep.
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Iterable, Sequence
 
+from runtime.eval.check import LOST_LINES
 from runtime.output import table
 
-FORMAT = 1
+# 2: `false_claims` and `lost_lines` in each summary, `false_claim` and `lost_lines` in each run.
+FORMAT = 2
 Z_95 = 1.959963984540054
 
 
@@ -45,6 +51,18 @@ class RunResult:
     task_id: str | None = None
     file: str = ""
 
+    @property
+    def false_claim(self) -> bool:
+        """Ended `completed` with an answer, yet a check failed: the user was told, and not told true
+        (seed 003's "confidently wrong", counted for tasks). An honest "I could not" that fails a check
+        counts too: the check, not the wording, says the work is not done."""
+        return not self.success and self.ending == "completed" and self.answer is not None
+
+    @property
+    def lost_lines(self) -> bool:
+        """A line a file had before the run, which the case says the request did not touch, is gone."""
+        return any(f.get("label") == LOST_LINES for f in self.failures)
+
 
 def wilson(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
     """The Wilson score interval for a success rate: sound at 0 of N and N of N, unlike p ± z·se."""
@@ -66,6 +84,8 @@ def summary(runs: Sequence[RunResult]) -> dict[str, Any]:
         "successes": len(ok),
         "rate": round(len(ok) / len(runs), 4) if runs else None,
         "wilson_95": [round(lo, 4), round(hi, 4)],
+        "false_claims": sum(r.false_claim for r in runs),
+        "lost_lines": sum(r.lost_lines for r in runs),
         "failures": dict(sorted(Counter(r.label for r in runs if not r.success).items())),
         "median_prompt_tokens": _median(r.prompt_tokens for r in ok),
         "median_evaluated_tokens": _median(r.evaluated_tokens for r in ok),
@@ -115,7 +135,7 @@ def build(
 
 def render(report: dict[str, Any]) -> str:
     """The report as a table for people: one row per case, then the totals."""
-    headers = ["CASE", "OK", "95% CI", "FAILURES", "PROMPT TOK", "EVAL TOK", "SECONDS"]
+    headers = ["CASE", "OK", "95% CI", "FALSE CLAIM", "LOST LINES", "FAILURES", "PROMPT TOK", "EVAL TOK", "SECONDS"]
     rows = [_row(c["name"], c) for c in report["cases"]]
     totals = report["totals"]
     footer = [_row(f"group {g}", s) for g, s in totals["groups"].items()]
@@ -126,8 +146,12 @@ def render(report: dict[str, Any]) -> str:
     lines.insert(1 + len(rows), "-" * width)
     model = report["model"].get("name", "?")
     head = f"{len(report['cases'])} cases x {report['runs_per_case']} runs on {model}"
-    note = "tokens and seconds: medians of the successful runs (prompt tokens billed, and evaluated)"
-    return "\n".join([head, "", *lines, "", note])
+    notes = [
+        "false claim: runs that ended completed with an answer, yet failed a check",
+        "lost lines: runs after which a file lacks a line it had to keep",
+        "tokens and seconds: medians of the successful runs (prompt tokens billed, and evaluated)",
+    ]
+    return "\n".join([head, "", *lines, "", *notes])
 
 
 def dumps(report: dict[str, Any]) -> str:
@@ -147,6 +171,8 @@ def _row(name: str, s: dict[str, Any]) -> list[Any]:
         name,
         f"{s['successes']}/{s['runs']}",
         f"{lo * 100:.0f}-{hi * 100:.0f}%",
+        s["false_claims"],
+        s["lost_lines"],
         failures,
         s["median_prompt_tokens"],
         s["median_evaluated_tokens"],
@@ -158,6 +184,8 @@ def _run(r: RunResult) -> dict[str, Any]:
     return {
         "run": r.run,
         "success": r.success,
+        "false_claim": r.false_claim,
+        "lost_lines": r.lost_lines,
         "label": r.label,
         "detail": r.detail,
         "failures": list(r.failures),
