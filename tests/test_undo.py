@@ -408,3 +408,31 @@ def test_replay_rebuilds_the_artifact_index_with_changes_and_undos(store, data_d
     assert rows == [("todo.txt", "write", True), ("notes.txt", "write", True), ("notes.txt", "undo", True)]
     replayed = agentd("replay")
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+
+
+def test_a_skill_scripts_changes_are_recorded_and_undone(store, data_dir, workspace, tmp_path, agentd) -> None:
+    skill = tmp_path / "skills" / "tidy-list"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: tidy-list\ndescription: Sorts todo.txt. Use when asked to tidy the list.\n"
+        "allowed-tools: run_skill_script\n---\n\nRun scripts/sort.py.\n"
+    )
+    (skill / "scripts" / "sort.py").write_text(
+        "from pathlib import Path\np = Path('todo.txt')\np.write_text(''.join(sorted(p.read_text().splitlines(True))))\n"
+        "Path('sorted.log').write_text('sorted\\n')\n"
+    )
+    rt = scripted_runtime(store, data_dir, [
+        {"action": "activate_skill", "skill": "tidy-list", "reason": "test"},
+        call("run_skill_script", skill="tidy-list", script="scripts/sort.py", args=[]),
+        answer("I sorted todo.txt with the skill's script."),
+    ], skill_roots=(tmp_path / "skills",))
+    from runtime.skills.tools import register_skill_tools
+
+    register_skill_tools(rt.tools)
+    (workspace / "todo.txt").write_bytes(b"- water the plants\n" + TODO)
+    task_id = submit(store, workspace, "/tidy-list tidy the list", allowed_effects=("read", "write", "external"))
+    assert run(rt, task_id) == "completed", events(store, task_id, TaskPhaseChanged)
+    assert {e.path for e in events(store, task_id, FileChanged)} == {"todo.txt", "sorted.log"}
+    assert agentd("task", "undo", task_id).returncode == 0
+    assert (workspace / "todo.txt").read_bytes() == b"- water the plants\n" + TODO
+    assert not (workspace / "sorted.log").exists()
