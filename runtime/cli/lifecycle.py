@@ -46,15 +46,21 @@ def start(app: App, model: str | None, workspace: Path | None, host: str | None,
     for name, value in (("--model", model), ("--workspace", workspace), ("--host", host), ("--port", port)):
         if value is not None:
             serve += [name, str(Path(value).resolve()) if isinstance(value, Path) else str(value)]
-    with out.open("ab") as log:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "runtime.cli", *app.root_options(), *serve],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            # Its own session: closing this terminal, or Ctrl-C in it, does not reach the daemon.
-            start_new_session=True,
-        )
+    # The child inherits SIGTERM blocked, and `agentd serve` unblocks it once its first line has made it a
+    # clean stop: a SIGTERM sent while the interpreter starts waits for that instead of killing it.
+    unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        with out.open("ab") as log:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "runtime.cli", *app.root_options(), *serve],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                # Its own session: closing this terminal, or Ctrl-C in it, does not reach the daemon.
+                start_new_session=True,
+            )
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
     page = daemon.page_address(settings)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:

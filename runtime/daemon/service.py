@@ -8,7 +8,7 @@ import os
 import signal
 import socket
 import threading
-from typing import Iterator
+from typing import Callable, Iterator
 
 import anyio
 import uvicorn
@@ -20,6 +20,7 @@ from runtime.config import Settings
 from runtime.agent.progress import Board, Progress, Tally, line
 from runtime.harness.schedules import ScheduleRunner
 from runtime.daemon.dispatch import Scheduler
+from runtime.daemon.stop import StopRequest
 from runtime.skills.watcher import CatalogWatcher
 from notifications.watcher import WorkspaceWatcher
 from runtime.web.app import create_app
@@ -55,10 +56,15 @@ class Narrator:
             )
 
 
-async def run(settings: Settings, rt: Runtime, sock: socket.socket | None = None) -> None:
+async def run(
+    settings: Settings, rt: Runtime, sock: socket.socket | None = None, stop: StopRequest | None = None,
+    serving: Callable[[], None] | None = None,
+) -> None:
     """Run tasks and serve the page until SIGINT or SIGTERM; uvicorn turns either into a shutdown.
 
     `sock` is the page's socket, bound already (runtime/daemon/listener.py); without it uvicorn binds.
+    `stop` is the SIGTERM handler `agentd serve` installed first: a stop it took before the server
+    existed stops the server as it starts. `serving` is called once the page takes connections.
     """
     store = rt.store
     board = Board()
@@ -91,8 +97,15 @@ async def run(settings: Settings, rt: Runtime, sock: socket.socket | None = None
         lifespan="off",
         access_log=False,
     )
-    server = _Server(config)
-    log.info("serving", page=page_address(settings), last_seq=store.last_seq())
+
+    def started() -> None:
+        log.info("serving", page=page_address(settings), last_seq=store.last_seq())
+        if serving is not None:
+            serving()
+
+    server = _Server(config, started)
+    if stop is not None:
+        stop.hand_to(server.handle_exit)
     recovered = await anyio.to_thread.run_sync(rt.jobs.recover)
     if recovered:
         log.warning("background jobs orphaned by the last stop recorded as unknown", jobs=recovered)
@@ -110,11 +123,21 @@ async def run(settings: Settings, rt: Runtime, sock: socket.socket | None = None
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server, minus re-raising the caught signal after shutdown.
+    """uvicorn's server, minus re-raising the caught signal after shutdown, plus a call once it serves.
 
     uvicorn re-raises SIGTERM once it has stopped so the default action kills the process; agentd has
     its own cleanup to run after the server (release the instance lock, close the store), then exits 0.
     """
+
+    def __init__(self, config: uvicorn.Config, started: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._started = started
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        # The socket listens and is served from here on; a stop asked for meanwhile serves nothing.
+        if self.started and not self.should_exit:
+            self._started()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
