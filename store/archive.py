@@ -13,11 +13,12 @@ from typing import Any, Iterable, Iterator, NamedTuple, TextIO
 
 from sqlalchemy import Connection
 
-from store import log, projections
+from store import audit, log, projections
 from store.chain import GENESIS, link
 from store.errors import AgentdError, StoreError
 from store.events import Recorded, decode
 from store.log import COLUMNS, RawEvent
+from store.mark import Position
 from store.state import fold_all
 
 _FIELDS = tuple(c for c in COLUMNS if c not in ("payload", "hash"))
@@ -60,7 +61,10 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
-def export(conn: Connection, out: TextIO) -> int:
+def export(conn: Connection, out: TextIO, *, committed: Position | None = None) -> int:
+    """Write the log to `out`; a log behind `committed` (store.mark.committed, read before `conn`'s snapshot)
+    is refused before a line is written: sealed, it would import as a whole log."""
+    audit.check_mark(conn, committed)
     count, last_seq, last_hash = 0, 0, GENESIS
     for raw in log.iter_raw(conn):
         out.write(line_of(raw))

@@ -10,25 +10,46 @@ from sqlalchemy import Connection, func, select
 
 from store import positions
 from store.chain import GENESIS, link
+from store.database import describe
 from store.errors import DatabaseCorrupt, LogDamaged
 from store.log import iter_raw
 from store.mark import Position
 from store.tables import events, notifications, schedules, tasks
 
 
-def check_integrity(conn: Connection) -> None:
-    """SQLite's integrity check over every page of the database (other backends check their own)."""
+def check_integrity(conn: Connection, *, quick: bool = False) -> None:
+    """SQLite's integrity check over every page of the database (other backends check their own).
+
+    `quick` runs quick_check first, which skips matching each index against its table (about half the
+    time); only if it finds something is the full check run, so that the line is the one db check gives.
+    """
     if conn.dialect.name != "sqlite":
         return
-    problems = [r[0] for r in conn.exec_driver_sql("PRAGMA integrity_check")]
-    if problems != ["ok"]:
-        raise DatabaseCorrupt(f"integrity check failed: {problems[0]}")
+    found = _problems(conn, "quick_check") if quick else None
+    if found == []:
+        return
+    problems = _problems(conn, "integrity_check") or found
+    if problems:
+        # SQLite heads its report with "*** in database main ***" and puts several problems in one row.
+        count = "1 problem" if len(problems) == 1 else f"{len(problems)} problems"
+        raise DatabaseCorrupt(
+            f"{describe(str(conn.engine.url))} is corrupt: SQLite's integrity check found {count}, the first: "
+            f"{problems[0]}; restore it from a backup"
+        )
+
+
+def _problems(conn: Connection, pragma: str) -> list[str]:
+    rows = [r[0] for r in conn.exec_driver_sql(f"PRAGMA {pragma}")]
+    if rows == ["ok"]:
+        return []
+    lines = (line.strip() for row in rows for line in str(row).splitlines())
+    return [line for line in lines if line and not (line.startswith("*** ") and line.endswith(" ***"))]
 
 
 def check_log(conn: Connection, committed: Position | None) -> None:
     """Raise LogDamaged naming the first seq where the log is not the one that was committed;
     `committed` is what the high-water mark held before `conn`'s snapshot began (store.mark.committed)."""
-    for problem in (_chain_problem, _projection_problem, _mark_problem):
+    for problem in (_chain_problem, _projection_problem, mark_problem):
         found = problem(conn, committed)
         if found is not None:
             raise LogDamaged(found)
@@ -88,19 +109,29 @@ def _projection_problem(conn: Connection, committed: Position | None) -> str | N
     )
 
 
-def _mark_problem(conn: Connection, committed: Position | None) -> str | None:
+def check_mark(conn: Connection, committed: Position | None) -> None:
+    """Raise LogDamaged, in db check's line, if the log is behind the mark: what every write and every
+    export must refuse, since either would pass the loss on as a log that checks."""
+    found = mark_problem(conn, committed)
+    if found is not None:
+        raise LogDamaged(found)
+
+
+def mark_problem(conn: Connection, committed: Position | None) -> str | None:
     if committed is None:
         return None
     last, name = positions.last_seq(conn), committed.path.name
+    way_forward = (
+        "restore the database with its -wal from a backup, or run `agentd db accept-loss` to go on without them"
+    )
     if committed.seq > last:
         return (
             f"events {last + 1} to {committed.seq} are missing: the log ends at seq {last}, but seq {committed.seq} "
-            f"was committed ({name} says so): a -wal cut short, or an older copy of the database "
-            f"(delete {name} to accept it as it is)"
+            f"was committed ({name} says so): a -wal cut short, or an older copy of the database; {way_forward}"
         )
     if positions.hash_at(conn, committed.seq) != committed.hash:
         return (
             f"event {committed.seq} is not the one committed at that seq ({name} holds another hash): "
-            "the log was cut short and written again"
+            f"the log was cut short and written again; {way_forward}"
         )
     return None

@@ -74,7 +74,7 @@ def translate(e: BaseException, url: str) -> StoreError:
     """Turn a driver error into the one-line store error a user can act on."""
     orig = getattr(e, "orig", e)
     msg = str(orig).strip() or type(orig).__name__
-    where = _describe(url)
+    where = describe(url)
     if isinstance(orig, sqlite3.OperationalError) and "locked" in msg:
         return DatabaseLocked(f"{where} is locked by another process (gave up after the busy timeout)")
     if isinstance(orig, sqlite3.DatabaseError) and any(
@@ -97,7 +97,7 @@ def translating(url: str) -> Iterator[None]:
         raise translate(e, url) from e
 
 
-def _describe(url: str) -> str:
+def describe(url: str) -> str:
     u = make_url(url)
     if u.get_backend_name() == "sqlite":
         return f"database {u.database}"

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Sequence
 
-from store import log, migrate, projections
+from store import audit, log, loss, migrate, projections
 from store.database import create_engines
+from store.errors import StoreError
 from store.queries import tasks as task_queries
 from store.mark import Mark
 from store.reader import reading
@@ -100,6 +101,22 @@ class EventStore:
     def in_write_transaction(self, fn):
         """Run `fn(conn)` in the writer's thread in a write transaction of its own (bulk operations)."""
         return self._writer.call(fn).result()
+
+    def check_sound(self, *, quick: bool = True) -> None:
+        """Refuse, in the line `agentd db check` gives, a database whose pages SQLite finds damaged or whose
+        log is behind its mark: what a daemon must know before it writes for hours. The log is not read
+        whole: its chain is `db check`'s to verify."""
+        committed = None if self.mark is None else self.mark.read()
+        with self.reading() as conn:
+            audit.check_integrity(conn, quick=quick)
+            audit.check_mark(conn, committed)
+
+    def accept_loss(self, by: str) -> loss.Loss:
+        """Take a log behind its mark as it is: record the loss, then set the mark to the log."""
+        if self.mark is None:
+            raise StoreError("nothing to accept: only a SQLite file keeps a high-water mark, and this is not one")
+        mark = self.mark
+        return self._writer.call(lambda conn: loss.accept(conn, mark, by), guarded=False).result()
 
     # -- reading ---------------------------------------------------------------------------------
 

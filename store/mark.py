@@ -94,6 +94,27 @@ class Mark:
             # behind, which is what it is; nothing here is worth failing an append for.
             self._failed = True
 
+    def reset(self, seq: int, hash: str) -> None:
+        """Set the mark to the log as it is, lower than it stood: only `agentd db accept-loss` does this,
+        after recording the loss (store/loss.py). An empty log has no mark. Raises if it cannot."""
+        self.close()
+        self._failed = False
+        try:
+            if seq <= 0:
+                self.path.unlink(missing_ok=True)
+                return
+            # Renamed into place: a reader never finds the mark empty or half written.
+            tmp = self.path.with_name(self.path.name + ".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.write(fd, f"{seq:020d} {hash:64}\n".encode("ascii"))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.path)
+        except OSError as e:
+            raise StoreError(f"the high-water mark {self.path} cannot be written ({e})") from None
+
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
@@ -103,7 +124,10 @@ class Mark:
 def _parse(text: str, path: Path) -> Position:
     seq, _, hash = text.rstrip("\n").partition(" ")
     if len(text) != _WIDTH or not seq.isdigit() or len(hash) != 64:
-        raise StoreError(f"the high-water mark {path} is not one agentd wrote ({text[:40]!r})")
+        raise StoreError(
+            f"the high-water mark {path} is not one agentd wrote ({text[:40]!r}); run `agentd db accept-loss` to "
+            "set it to the log as it is"
+        )
     return Position(int(seq), hash, path)
 
 

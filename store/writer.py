@@ -8,6 +8,10 @@ thus costs no thread handoff, and sixteen tasks appending at once share one fsyn
 Inside a batch the work is done once, not once per request: one lookup of the stream versions, one
 read of the task rows, one multi-row insert, one write of the projections. Each request is checked in
 memory first (expected version, the fold); a refused request is left out and fails alone.
+
+Before its first write the writer holds the log to its high-water mark (store/mark.py): a log behind it
+lost committed events, and appending would write new events over their seqs until `db check` could no
+longer tell. Every command that writes goes through here, so this one check refuses them all.
 """
 
 from __future__ import annotations
@@ -22,11 +26,11 @@ from typing import Any, Callable, Sequence
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from store import chain, log, positions, projections, sql
+from store import audit, chain, log, positions, projections, sql
 from store.database import translate
 from store.errors import AgentdError, ConcurrencyConflict, StoreError
 from store.events import Event, Recorded
-from store.mark import Mark
+from store.mark import Mark, Position
 
 MAX_BATCH = 512
 
@@ -45,6 +49,8 @@ class AppendRequest:
 @dataclass(slots=True)
 class _Call:
     fn: Callable[[Connection], Any]
+    # Unguarded only for accepting a loss, which is what lets a log behind its mark be written again.
+    guarded: bool = True
     future: Future = field(default_factory=Future)
 
 
@@ -101,6 +107,8 @@ class Writer:
         self._url = url
         # Raised after each commit, outside the database: see store/mark.py.
         self._mark = mark
+        # Whether the log was found to hold what the mark names; until then every write checks first.
+        self._held = mark is None
         self._max_batch = max_batch
         self._pending: deque[AppendRequest | _Call] = deque()
         self._leader = threading.Lock()
@@ -125,9 +133,9 @@ class Writer:
         self._pending.append(item)
         return item.future
 
-    def call(self, fn: Callable[[Connection], Any]) -> Future:
+    def call(self, fn: Callable[[Connection], Any], *, guarded: bool = True) -> Future:
         """Run `fn(conn)` on the writer's connection inside one write transaction of its own."""
-        return self.submit(_Call(fn))
+        return self.submit(_Call(fn, guarded))
 
     def lead_in_background(self) -> None:
         """Make sure someone commits what is queued, without waiting for it here."""
@@ -197,8 +205,11 @@ class Writer:
         # A bulk operation may write anything; what the cache knew no longer holds.
         self._cache.clear()
         try:
+            committed = self._committed() if call.guarded else None
             conn = self._connection()
             with conn.begin():
+                if call.guarded:
+                    self._hold(conn, committed)
                 before = positions.last_seq(conn)
                 result = call.fn(conn)
                 after = positions.head(conn)
@@ -208,14 +219,27 @@ class Writer:
             self._raise_mark(*after, restart=before == 0)
             call.future.set_result(result)
 
+    def _committed(self) -> Position | None:
+        """What the mark holds, read before the transaction it is held against (see store.mark.committed)."""
+        return None if self._held or self._mark is None else self._mark.read()
+
+    def _hold(self, conn: Connection, committed: Position | None) -> None:
+        """Refuse to write to a log behind its mark, in db check's line; once it holds, never check again:
+        from then on this writer raises the mark itself."""
+        if not self._held:
+            audit.check_mark(conn, committed)
+            self._held = True
+
     def _raise_mark(self, seq: int, hash: str | None, *, restart: bool) -> None:
         if self._mark is not None:
             self._mark.advance(seq, hash, restart=restart)
 
     def _commit(self, batch: list[AppendRequest]) -> None:
         try:
+            committed = self._committed()
             conn = self._connection()
             with sql.write_transaction(conn):
+                self._hold(conn, committed)
                 self._cache.check(conn)
                 outcomes, learned = _append_batch(conn, batch, self._cache)
             first, head = learned()

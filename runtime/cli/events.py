@@ -17,6 +17,7 @@ from store import archive, log
 from store.errors import AgentdError
 from store.events import event_types
 from store.log import RawEvent
+from store.mark import Position, committed
 
 POLL_SECONDS = 0.2
 
@@ -41,7 +42,10 @@ def _known_types(conn, types: tuple[str, ...]) -> None:
 
 
 def _rows(raws: list[RawEvent]) -> list[tuple]:
-    return [(r.seq, r.recorded_at[:23].replace("T", " "), r.stream_id, r.stream_version, r.type, r.actor, r.payload) for r in raws]
+    return [
+        (r.seq, r.recorded_at[:23].replace("T", " "), r.stream_id, r.stream_version, r.type, r.actor, r.payload)
+        for r in raws
+    ]
 
 
 _HEADERS = ["SEQ", "RECORDED (UTC)", "STREAM", "VER", "TYPE", "ACTOR", "PAYLOAD"]
@@ -127,21 +131,23 @@ def export(app: App, output: Path | None) -> None:
     Each line carries its event's chain hash; the trailer holds the count, the last seq and the last
     hash, so that a file cut short or changed is refused by `events import` and `events verify`.
     """
-    with app.store().reading() as conn:
+    store = app.store()
+    mark = committed(store.url)
+    with store.reading() as conn:
         if output is None:
-            count = archive.export(conn, sys.stdout)
+            count = archive.export(conn, sys.stdout, committed=mark)
         else:
-            count = _export_atomically(conn, output)
+            count = _export_atomically(conn, output, mark)
     if output is not None:
         click.echo(f"exported {count} events to {output}", err=True)
 
 
-def _export_atomically(conn, output: Path) -> int:
+def _export_atomically(conn, output: Path, mark: Position | None) -> int:
     # Written next to the target and renamed over it, so a failed export never leaves half a file.
     fd, tmp = tempfile.mkstemp(dir=output.parent if str(output.parent) else ".", prefix=".export-")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            count = archive.export(conn, f)
+            count = archive.export(conn, f, committed=mark)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, output)

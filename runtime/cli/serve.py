@@ -36,6 +36,8 @@ def serve(app: App, model: str | None, workspace: Path | None, host: str | None,
         if stop.requested:  # each step of the start takes a while: none is begun after a SIGTERM
             return _stopped_before_serving()
         store = app.store()
+        # Damaged pages, or a log behind its mark: refused in db check's line before anything is written.
+        store.check_sound()
         rt = open_runtime(settings, store)
         try:
             if stop.requested:
