@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import stat
 import tempfile
 from pathlib import Path
 
 
-def replace_file(path: Path, data: bytes, *, mode: int | None = None) -> None:
+def replace_file(path: Path, data: bytes, *, mode: int | None = None, sync: bool = True) -> None:
     """Write `data` to a temporary file beside `path`, flush it to disk, and rename it over `path`.
 
     The file gets `mode`, or keeps its permission bits (0o644 when new). OSError propagates for the
@@ -25,7 +26,8 @@ def replace_file(path: Path, data: bytes, *, mode: int | None = None) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                os.fsync(f.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except OSError as e:
@@ -45,3 +47,18 @@ def fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def sync_filesystem(folder: Path) -> None:
+    """Flush everything written to the file system that holds `folder` (Linux's syncfs; elsewhere sync)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            if libc.syncfs(fd) == 0:
+                return
+        finally:
+            os.close(fd)
+    except (AttributeError, OSError):
+        pass
+    os.sync()

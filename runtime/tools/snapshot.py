@@ -107,6 +107,7 @@ def take(
     trusted_before = (previous.taken_ns - RACY_NS) if previous is not None else 0
     files: dict[str, FileState] = {}
     total = 0
+    read = False
     for name, real in _candidates(ctx, paths):
         try:
             st = os.stat(real, follow_symlinks=False)
@@ -125,9 +126,13 @@ def take(
             files[name] = old._replace(mode=stat.S_IMODE(st.st_mode))
             continue
         digest = _keep(ctx.artifacts, real)
+        read = True
         if digest is None:
             continue
         files[name] = FileState(st.st_size, st.st_mtime_ns, st.st_ino, stat.S_IMODE(st.st_mode), digest)
+    if read:
+        # Durable before the call runs: the log is about to name these contents as what undo puts back.
+        ctx.artifacts.flush()
     return Snapshot(started, files, None if paths is None else tuple(paths))
 
 
@@ -185,7 +190,7 @@ def _keep(artifacts: ArtifactStore, real: Path) -> str | None:
             data = f.read()
     except OSError:
         return None
-    return artifacts.put(data).removeprefix(REF_PREFIX)
+    return artifacts.put(data, sync=False).removeprefix(REF_PREFIX)
 
 
 def changes(before: Snapshot, after: Snapshot, call_id: str) -> list[FileChanged]:
