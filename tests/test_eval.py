@@ -543,6 +543,18 @@ def test_an_append_that_keeps_every_line_is_a_success_and_neither_figure(tmp_pat
     assert (result.false_claim, result.lost_lines) == (False, False)
     text = (tmp_path / "runs" / "c-1" / "workspace" / "todo.txt").read_text()
     assert text == TODO + "- water the plants\n"
+    # Undone byte for byte after the run, then redone: the workspace is left as the run left it.
+    assert result.undo == "restored"
+
+
+@pytest.mark.parametrize("name", sorted(ISSUE_RUNS))
+def test_every_issue_run_is_undone_to_the_bytes_the_case_laid_out(name: str, tmp_path: Path) -> None:
+    assert scripted_run(tmp_path, todo_case(), ISSUE_RUNS[name]).undo == "restored"
+
+
+def test_a_run_that_changed_nothing_has_nothing_to_undo(tmp_path: Path) -> None:
+    result = scripted_run(tmp_path, todo_case(), [call("read_file", path="todo.txt"), answer("It has 2 items.")])
+    assert result.undo is None
 
 
 def test_only_a_run_that_ended_completed_with_an_answer_counts_as_a_false_claim() -> None:

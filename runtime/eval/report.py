@@ -50,6 +50,9 @@ class RunResult:
     seconds: float
     task_id: str | None = None
     file: str = ""
+    # After the run: whether `task undo` put the workspace back byte for byte ("restored"), or why not;
+    # None when the task changed no file.
+    undo: str | None = None
 
     @property
     def false_claim(self) -> bool:
@@ -86,6 +89,8 @@ def summary(runs: Sequence[RunResult]) -> dict[str, Any]:
         "wilson_95": [round(lo, 4), round(hi, 4)],
         "false_claims": sum(r.false_claim for r in runs),
         "lost_lines": sum(r.lost_lines for r in runs),
+        "undone": sum(r.undo == "restored" for r in runs),
+        "undo_failed": sum(r.undo is not None and r.undo != "restored" for r in runs),
         "failures": dict(sorted(Counter(r.label for r in runs if not r.success).items())),
         "median_prompt_tokens": _median(r.prompt_tokens for r in ok),
         "median_evaluated_tokens": _median(r.evaluated_tokens for r in ok),
@@ -135,7 +140,9 @@ def build(
 
 def render(report: dict[str, Any]) -> str:
     """The report as a table for people: one row per case, then the totals."""
-    headers = ["CASE", "OK", "95% CI", "FALSE CLAIM", "LOST LINES", "FAILURES", "PROMPT TOK", "EVAL TOK", "SECONDS"]
+    headers = [
+        "CASE", "OK", "95% CI", "FALSE CLAIM", "LOST LINES", "UNDONE", "FAILURES", "PROMPT TOK", "EVAL TOK", "SECONDS",
+    ]
     rows = [_row(c["name"], c) for c in report["cases"]]
     totals = report["totals"]
     footer = [_row(f"group {g}", s) for g, s in totals["groups"].items()]
@@ -149,6 +156,7 @@ def render(report: dict[str, Any]) -> str:
     notes = [
         "false claim: runs that ended completed with an answer, yet failed a check",
         "lost lines: runs after which a file lacks a line it had to keep",
+        "undone: runs whose changes agentd task undo put back byte for byte, of those that changed files",
         "tokens and seconds: medians of the successful runs (prompt tokens billed, and evaluated)",
     ]
     return "\n".join([head, "", *lines, "", *notes])
@@ -173,6 +181,7 @@ def _row(name: str, s: dict[str, Any]) -> list[Any]:
         f"{lo * 100:.0f}-{hi * 100:.0f}%",
         s["false_claims"],
         s["lost_lines"],
+        f"{s['undone']}/{s['undone'] + s['undo_failed']}",
         failures,
         s["median_prompt_tokens"],
         s["median_evaluated_tokens"],
@@ -186,6 +195,7 @@ def _run(r: RunResult) -> dict[str, Any]:
         "success": r.success,
         "false_claim": r.false_claim,
         "lost_lines": r.lost_lines,
+        "undo": r.undo,
         "label": r.label,
         "detail": r.detail,
         "failures": list(r.failures),

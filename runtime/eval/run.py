@@ -25,6 +25,7 @@ import anyio
 from runtime import logs
 from runtime.agent import plugins
 from runtime.agent.loop import run_task
+from runtime.harness import undo
 from runtime.harness.approvals import decide
 from runtime.config import Settings
 from runtime.eval import check
@@ -35,7 +36,9 @@ from runtime.inference.model import Model
 from runtime.harness.jobs import TOOL_NAME as START_JOB
 from runtime.harness.tasks import submit_task
 from runtime.skills.tools import register_skill_tools
+from runtime.tools import changes
 from store import NO_STREAM, EventStore
+from store.errors import AgentdError
 from store.events import ModelCalled
 from store.ids import new_task_id
 
@@ -83,6 +86,7 @@ def run_case(case: Case, number: int, *, base: Settings, model: Model, root: Pat
     task_id: str | None = None
     try:
         _lay_out(case, scratch, workspace)
+        laid_out = _contents(workspace)
         data_dir.mkdir(parents=True)
         places = {"scratch": scratch, "workspace": workspace, "data_dir": data_dir, "case_dir": case.path(".")}
         env = {name: value.format_map({k: str(v) for k, v in places.items()}) for name, value in case.env.items()}
@@ -104,7 +108,9 @@ def run_case(case: Case, number: int, *, base: Settings, model: Model, root: Pat
                 seconds = time.perf_counter() - started
                 events = [r.event for r in store.read_stream(task_id)]
                 prompts = _prompts(rt, events) if case.secrets else []
-        verdict = check.judge(case, events, prompts=prompts, files=files_after(case, scratch, workspace))
+                files = files_after(case, scratch, workspace)
+                undone = _undo(store, rt.artifacts, task_id, workspace, laid_out)
+        verdict = check.judge(case, events, prompts=prompts, files=files)
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as e:  # noqa: BLE001  a run that cannot finish is a failed run, said in its detail
@@ -116,11 +122,46 @@ def run_case(case: Case, number: int, *, base: Settings, model: Model, root: Pat
             steps=0, calls=0, prompt_tokens=0, evaluated_tokens=0, completion_tokens=0,
             seconds=time.perf_counter() - started, task_id=task_id, file=case.source,
         )
-    return result_of(case, number, verdict, events, seconds=seconds, task_id=task_id)
+    return result_of(case, number, verdict, events, seconds=seconds, task_id=task_id, undo=undone)
+
+
+def _contents(workspace: Path) -> dict[str, bytes]:
+    """Every file in the workspace (agentd's data left out) and its bytes."""
+    return {
+        p.relative_to(workspace).as_posix(): p.read_bytes()
+        for p in sorted(workspace.rglob("*"))
+        if p.is_file() and not p.is_symlink() and ".agentd" not in p.relative_to(workspace).parts
+    }
+
+
+def _undo(store: EventStore, artifacts, task_id: str, workspace: Path, laid_out: Mapping[str, bytes]) -> str | None:
+    """After the run: `agentd task undo` of what the task changed, whether that put the workspace back as
+    the case laid it out, byte for byte, and then `task redo`, whether that brought back what the run
+    left (so the workspace is judged, and kept, as the run left it). None when the task changed nothing."""
+    if not changes.fold(store.read_stream(task_id)).changed:
+        return None
+    left = _contents(workspace)
+    for kind, expected in (("undo", laid_out), ("redo", left)):
+        try:
+            undo.restore(store, artifacts, task_id, kind, by=check.DECIDER)
+        except AgentdError as e:
+            return f"{kind} refused: {e}"
+        now = _contents(workspace)
+        differs = sorted(p for p in set(now) | set(expected) if now.get(p) != expected.get(p))
+        if differs:
+            return f"{kind} differs: {', '.join(differs[:3])}"
+    return "restored"
 
 
 def result_of(
-    case: Case, number: int, verdict: check.Verdict, events, *, seconds: float = 0.0, task_id: str | None = None
+    case: Case,
+    number: int,
+    verdict: check.Verdict,
+    events,
+    *,
+    seconds: float = 0.0,
+    task_id: str | None = None,
+    undo: str | None = None,
 ) -> RunResult:
     """What the report keeps of one judged run: its verdict and what its events say it cost."""
     usage = check.usage_of(events)
@@ -129,7 +170,7 @@ def result_of(
         detail=verdict.detail, failures=tuple({"label": f.label, "detail": f.detail} for f in verdict.failures),
         ending=verdict.ending, answer=verdict.answer, sources=verdict.sources, steps=usage.steps,
         calls=usage.calls, prompt_tokens=usage.prompt_tokens, evaluated_tokens=usage.evaluated_tokens,
-        completion_tokens=usage.completion_tokens, seconds=seconds, task_id=task_id, file=case.source,
+        completion_tokens=usage.completion_tokens, seconds=seconds, task_id=task_id, file=case.source, undo=undo,
     )
 
 
