@@ -41,10 +41,11 @@ def workspace(root: Path, files: int, size: int) -> list[str]:
     return names
 
 
-def ms(fn) -> float:
+def timed(fn, *args, **kw):
+    """(milliseconds, result) of one call."""
     started = time.perf_counter()
-    fn()
-    return (time.perf_counter() - started) * 1000
+    result = fn(*args, **kw)
+    return (time.perf_counter() - started) * 1000, result
 
 
 def main() -> None:
@@ -63,16 +64,18 @@ def main() -> None:
             names = workspace(ws, args.files, args.size)
             ctx = ToolContext(task_id="t", tenant="t", actor="bench", workspace=ws,
                               artifacts=ArtifactStore(scratch / "artifacts"))
-            box = {}
-            cold.append(ms(lambda: box.__setitem__("first", take(ctx, limit=limit))))
+            took, first = timed(take, ctx, limit=limit)
+            cold.append(took)
             # Past the racy window, as a snapshot a few seconds after the last write is.
             time.sleep(2.1)
-            warm.append(ms(lambda: box.__setitem__("second", take(ctx, previous=box["first"], limit=limit))))
+            took, second = timed(take, ctx, previous=first, limit=limit)
+            warm.append(took)
             for name in names[: args.touch]:
                 (ws / name).write_text("rewritten\n")
-            changed.append(ms(lambda: box.__setitem__("third", take(ctx, previous=box["second"], limit=limit))))
-            assert len(changes(box["second"], box["third"], "c1")) == args.touch
-            path.append(ms(lambda: take(ctx, (names[-1],), previous=box["third"], limit=limit)))
+            took, third = timed(take, ctx, previous=second, limit=limit)
+            changed.append(took)
+            assert len(changes(second, third, "c1")) == args.touch
+            path.append(timed(take, ctx, (names[-1],), previous=third, limit=limit)[0])
         finally:
             shutil.rmtree(scratch)
     base = statistics.median(cold)

@@ -81,5 +81,6 @@ def test_an_answer_made_of_a_tools_description_copies_it_and_one_that_shares_a_p
         "Writing the same content again changes nothing."
     )
     assert claims.copies("Create or replace one text file in the workspace with the given content.", [description])
-    assert claims.copies("One full sentence that answers it: the version is 1.4.2", ["one full sentence that answers it"])
+    asked = ["one full sentence that answers it"]
+    assert claims.copies("One full sentence that answers it: the version is 1.4.2", asked)
     assert not claims.copies("The file hello.txt was created in the workspace with the given content.", [description])

@@ -264,7 +264,9 @@ def test_undo_of_a_running_task_or_an_unknown_one_is_refused_in_one_line(store, 
     assert wrong_path.returncode == 1 and wrong_path.stderr == "agentd: the task did not change other.txt\n"
 
 
-def test_an_undo_interrupted_after_its_first_file_is_finished_by_the_next_one(store, data_dir, workspace, agentd) -> None:
+def test_an_undo_interrupted_after_its_first_file_is_finished_by_the_next_one(
+    store, data_dir, workspace, agentd
+) -> None:
     task_id = two_file_task(store, data_dir, workspace)
     [todo, notes] = events(store, task_id, FileChanged)
     # What a crash leaves: the restore recorded, todo.txt put back and recorded, notes.txt not yet.
@@ -375,10 +377,10 @@ def test_a_workspace_too_large_to_record_waits_for_a_person_and_never_runs_unrec
 
 
 def test_changes_a_crash_left_unrecorded_are_recorded_before_the_call_is_run_again(store, data_dir, workspace) -> None:
-    from runtime.tools.snapshot import take
-    from runtime.tools import ToolContext
     from runtime.artifacts import ArtifactStore
-    from store.events import ToolCallProposed, ToolCallStarted, TaskPhase
+    from runtime.tools import ToolContext
+    from runtime.tools.snapshot import take
+    from store.events import TaskPhase, ToolCallProposed, ToolCallStarted
 
     rt = scripted_runtime(store, data_dir, [answer("I added the line.")])
     task_id = submit(store, workspace, "Add a line to todo.txt", allowed_effects=("read", "write"))
@@ -418,7 +420,8 @@ def test_a_skill_scripts_changes_are_recorded_and_undone(store, data_dir, worksp
         "allowed-tools: run_skill_script\n---\n\nRun scripts/sort.py.\n"
     )
     (skill / "scripts" / "sort.py").write_text(
-        "from pathlib import Path\np = Path('todo.txt')\np.write_text(''.join(sorted(p.read_text().splitlines(True))))\n"
+        "from pathlib import Path\np = Path('todo.txt')\n"
+        "p.write_text(''.join(sorted(p.read_text().splitlines(True))))\n"
         "Path('sorted.log').write_text('sorted\\n')\n"
     )
     rt = scripted_runtime(store, data_dir, [

@@ -88,7 +88,8 @@ def effects(records: Sequence[Recorded]) -> Effects:
                 acted.append(e.tool)
             elif e.status != "ok" and (kinds or e.status in ("refused", "denied", "invalid_arguments")):
                 error = e.observation.get("error") or e.status
-                failed.append(f"{e.tool} {'was ' + e.status if e.status in ('refused', 'denied') else 'failed'}: {error}")
+                how = f"was {e.status}" if e.status in ("refused", "denied") else "failed"
+                failed.append(f"{e.tool} {how}: {error}")
     return Effects(tuple(dict.fromkeys(changed)), tuple(dict.fromkeys(acted)), tuple(failed))
 
 

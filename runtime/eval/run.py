@@ -25,16 +25,16 @@ import anyio
 from runtime import logs
 from runtime.agent import plugins
 from runtime.agent.loop import run_task
-from runtime.harness import undo
-from runtime.harness.approvals import decide
 from runtime.config import Settings
+from runtime.daemon.wiring import open_runtime
 from runtime.eval import check
 from runtime.eval.case import Case, CaseFileError
 from runtime.eval.report import RunResult
-from runtime.daemon.wiring import open_runtime
-from runtime.inference.model import Model
+from runtime.harness import undo
+from runtime.harness.approvals import decide
 from runtime.harness.jobs import TOOL_NAME as START_JOB
 from runtime.harness.tasks import submit_task
+from runtime.inference.model import Model
 from runtime.skills.tools import register_skill_tools
 from runtime.tools import changes
 from store import NO_STREAM, EventStore

@@ -78,7 +78,9 @@ def restore(
             records, summary = load(store, task_id)
     phase = TaskPhase(summary.phase)
     if phase in (TaskPhase.SUBMITTED, TaskPhase.RUNNING):
-        raise InvalidCommand(f"task {task_id} is {phase.value}; cancel it or let it finish before its changes are undone")
+        raise InvalidCommand(
+            f"task {task_id} is {phase.value}; cancel it or let it finish before its changes are undone"
+        )
     folded = changes_.fold(records)
     candidates = [h.path for h in folded.changed if only is None or h.path == only]
     try:

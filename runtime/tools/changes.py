@@ -139,7 +139,8 @@ def plan(changes: Changes, current: Mapping[str, str | None], kind: Kind, only: 
         state = "undone" if kind == "undo" else "in place"
         subject = only or f"{len(histories)} file{'' if len(histories) == 1 else 's'} it changed"
         raise NothingToRestore(
-            f"nothing to {kind}: the task changed no file" if not histories else f"nothing to {kind}: {subject} already {state}"
+            f"nothing to {kind}: the task changed no file" if not histories
+            else f"nothing to {kind}: {subject} already {state}"
         )
     restores, conflicts = [], []
     for h in todo:

@@ -62,10 +62,9 @@ class Snapshot:
 
     def encode(self) -> bytes:
         """As JSON, for the artifact store: the record a crash leaves to compare the workspace with."""
-        return json.dumps(
-            {"taken_ns": self.taken_ns, "paths": self.paths, "files": {p: list(f) for p, f in sorted(self.files.items())}},
-            separators=(",", ":"),
-        ).encode()
+        files = {p: list(f) for p, f in sorted(self.files.items())}
+        raw = {"taken_ns": self.taken_ns, "paths": self.paths, "files": files}
+        return json.dumps(raw, separators=(",", ":")).encode()
 
     @classmethod
     def decode(cls, data: bytes) -> Snapshot:
