@@ -89,6 +89,7 @@ async def run(
             decided=scheduler.wake,
             board=board,
             host=settings.host,
+            artifacts=rt.artifacts,
         ),
         host=settings.host,
         port=settings.port,

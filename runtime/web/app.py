@@ -1,4 +1,4 @@
-"""The daemon's web page: approvals, tasks and the log behind the page token, kept live by a change stream."""
+"""The daemon's web page: approvals, tasks, what they changed and the log, behind the page token and kept live."""
 
 from __future__ import annotations
 
@@ -19,11 +19,13 @@ from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from runtime.web import access, hosts, live, views as page_views
-from runtime.harness import approvals as deciding, tasks as task_commands
+from runtime.harness import approvals as deciding, tasks as task_commands, undo
 from runtime.agent.progress import Board
+from runtime.artifacts import ArtifactStore
 from runtime.tools import ToolRegistry
+from runtime.tools.changes import Kind
 from store import EventStore
-from runtime.errors import InvalidCommand, NotFound
+from runtime.errors import AgentdError, InvalidCommand, NotFound
 from store.events import event_types
 
 HERE = Path(__file__).parent
@@ -62,12 +64,14 @@ def create_app(
     decided: Callable[[], None] = lambda: None,
     board: Board | None = None,
     host: str = "127.0.0.1",
+    artifacts: ArtifactStore | None = None,
 ) -> Starlette:
     """The page's ASGI app. `stopping` is polled by open change streams so a server shutdown ends them;
     `decided` is called after each decision recorded here (the daemon wakes its scheduler with it);
     `board` is what each task is doing now, shown on its page and sent down the change stream; `host`
-    is the address it is served on, the one name besides loopback's that requests may carry."""
-    page = _Page(store, model_name, token, tools, stopping, decided, board)
+    is the address it is served on, the one name besides loopback's that requests may carry; `artifacts`
+    holds the contents of the files tasks changed, for their diffs and Undo (without it, neither is offered)."""
+    page = _Page(store, model_name, token, tools, stopping, decided, board, artifacts)
 
     async def healthz(request: Request) -> Response:
         # Anyone who can reach the port may ask whether agentd is up; which tasks run, its pid and its
@@ -89,6 +93,9 @@ def create_app(
             Route("/tasks/{task_id}", guarded(page.task)),
             Route("/tasks/{task_id}/say", guarded(page.say), methods=["POST"]),
             Route("/tasks/{task_id}/close", guarded(page.close), methods=["POST"]),
+            # GET asks to confirm and changes nothing; only the confirmation's POST, with its CSRF token, acts.
+            Route("/tasks/{task_id}/undo", guarded(partial(page.restore, "undo")), methods=["GET", "POST"]),
+            Route("/tasks/{task_id}/redo", guarded(partial(page.restore, "redo")), methods=["GET", "POST"]),
             Route("/tasks/{task_id}/calls/{call_index:int}", guarded(page.manifest)),
             Route("/events", guarded(page.events)),
             Route("/stream", guarded(page.stream)),
@@ -115,6 +122,7 @@ class _Page:
         stopping: Callable[[], bool],
         decided: Callable[[], None],
         board: Board | None,
+        artifacts: ArtifactStore | None,
     ) -> None:
         self.store = store
         self.model_name = model_name
@@ -123,6 +131,7 @@ class _Page:
         self.stopping = stopping
         self.decided = decided
         self.board = board
+        self.artifacts = artifacts
 
     # -- access ----------------------------------------------------------------------------------
 
@@ -252,7 +261,10 @@ class _Page:
 
     async def task(self, request: Request) -> Response:
         task_id = request.path_params["task_id"]
-        context = await to_thread.run_sync(page_views.task_page, self.store, task_id, self.board)
+        done = request.query_params.get("done")
+        context = await to_thread.run_sync(
+            page_views.task_page, self.store, task_id, self.board, self.artifacts, done
+        )
         if context is None:
             return await self._problem(request, 404, "No such task", f"There is no task {task_id!r}.", back="/tasks")
         context["csrf"] = self._csrf(request)
@@ -290,6 +302,45 @@ class _Page:
             self.decided()
         return RedirectResponse(back, status_code=303)
 
+    async def restore(self, kind: Kind, request: Request) -> Response:
+        """Undo (or redo) a task's changes, all of them or one file's (`path`): a GET shows what it would do
+        and asks to confirm; the confirmation's POST, from this session's page, does it, as `task undo` does."""
+        task_id = request.path_params["task_id"]
+        back = f"/tasks/{urllib.parse.quote(task_id)}"
+        refused = "Not undone" if kind == "undo" else "Not redone"
+        if self.artifacts is None:
+            message = f"This page has no artifact store to {kind} from; agentd task {kind} {task_id} does it."
+            return await self._problem(request, 409, refused, message, back=back)
+        if request.method != "POST":
+            only = request.query_params.get("path") or None
+            show = partial(page_views.restore_page, self.store, self.artifacts, task_id, kind, only)
+            try:
+                context = await to_thread.run_sync(show)
+            except NotFound as e:
+                return await self._problem(request, 404, "No such task", str(e), back="/tasks")
+            except AgentdError as e:
+                return await self._problem(request, 409, refused, str(e), back=back)
+            context["csrf"] = self._csrf(request)
+            # Not live: the confirmation must stay as it was read, not swap under the pointer.
+            return self._render(request, "restore.html", context, here="tasks", live=False)
+        form = await self._posted(request, kind, back=back)
+        if isinstance(form, Response):
+            return form
+        if form.get("confirm") != kind or not form.get("version", "").isdigit():
+            message = f"The {kind} must be confirmed on its own page, for the changes shown there; nothing was done."
+            return await self._problem(request, 400, "Bad form", message, back=back)
+        act = partial(
+            _restore_as_shown, self.store, self.artifacts, task_id, kind, only=form.get("path") or None,
+            by=self._by(request), version=int(form["version"]),
+        )
+        try:
+            done = await to_thread.run_sync(act)
+        except NotFound as e:
+            return await self._problem(request, 404, "No such task", str(e), back="/tasks")
+        except AgentdError as e:
+            return await self._problem(request, 409, refused, str(e), back=back)
+        return RedirectResponse(back + (f"?done={urllib.parse.quote(done)}" if done else ""), status_code=303)
+
     async def manifest(self, request: Request) -> Response:
         task_id, index = request.path_params["task_id"], request.path_params["call_index"]
         try:
@@ -325,6 +376,18 @@ class _Page:
         headers = {"X-Accel-Buffering": "no"}
         stream = live.changes(self.store, request.app.state, self.stopping, self.board)
         return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
+
+
+def _restore_as_shown(
+    store: EventStore, artifacts: ArtifactStore, task_id: str, kind: Kind, *, only: str | None, by: str, version: int
+) -> str | None:
+    """The restore a person confirmed, if the task is still as it was shown to them; its id."""
+    _, summary = undo.load(store, task_id)
+    if summary.version != version:
+        raise InvalidCommand(
+            f"task {task_id} recorded something after the {kind} was shown; nothing was done. Look again and confirm."
+        )
+    return undo.restore(store, artifacts, task_id, kind, by=by, only=only).restore_id
 
 
 async def _form(request: Request) -> dict[str, str] | None:

@@ -9,20 +9,26 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from runtime.artifacts import ArtifactStore
 from runtime.errors import InvalidCommand
-from runtime.harness import tasks, timeline
+from runtime.harness import tasks, timeline, undo
 from runtime.agent.accounting import Accounting, account
 from runtime.agent.loop import arguments_hash
 from runtime.agent.progress import Board, Progress, line
 from runtime.tools import ToolRegistry
+from runtime.tools.changes import Kind
+from runtime.web import changes
 from store import EventStore, log, projections
 from store.events import (
     NOTIFICATIONS_STREAM,
     SCHEDULES_STREAM,
+    AnswerGiven,
     ApprovalRequested,
     ModelCalled,
     Recorded,
+    TaskEscalated,
     TaskPhase,
+    TaskPhaseChanged,
     ToolCallProposed,
 )
 from store.queries.approvals import count_pending, recently_decided
@@ -239,8 +245,13 @@ def progress_json(latest: dict[str, Progress]) -> dict[str, dict[str, Any]]:
     }
 
 
-def task_page(store: EventStore, task_id: str, board: Board | None = None) -> dict[str, Any] | None:
-    """`board` is the daemon's progress board; without one (no daemon here) the page says nothing of now."""
+def task_page(
+    store: EventStore, task_id: str, board: Board | None = None, artifacts: ArtifactStore | None = None,
+    done: str | None = None,
+) -> dict[str, Any] | None:
+    """`board` is the daemon's progress board; without one (no daemon here) the page says nothing of now.
+    `artifacts` is where the files' contents are kept; without it the page lists changed files, no diffs.
+    `done` names the undo or redo just made here, which the page reports at its top."""
     with store.reading() as conn:
         state = projections.load_task(conn, task_id)
         if state is None:
@@ -254,11 +265,65 @@ def task_page(store: EventStore, task_id: str, board: Board | None = None) -> di
         if isinstance(e, ModelCalled)
     ]
     tokens = account(records)
+    phase = TaskPhase(state.summary.phase)
     return {
         **context, "state": state, "s": state.summary, "entries": timeline.entries(records), "calls": calls,
         "now": now(state.summary, board.get(task_id)) if board is not None else None,
         "takes_messages": takes_messages(records),
         "tokens": tokens, "chart": token_chart(tokens, CHART_WIDTH, CHART_HEIGHT) if tokens.calls else None,
+        "outcome": outcome(records), "changes": changes.of_task(records, artifacts),
+        # As `restore` rules: a task still deciding may change its files again.
+        "restorable": artifacts is not None and phase not in (TaskPhase.SUBMITTED, TaskPhase.RUNNING),
+        "flash": changes.done_line(records, done) if done else None,
+    }
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How the task ended, or what it waits for, as the top of its page says it."""
+
+    kind: str  # "answer", "escalated", "failed", "cancelled", "waiting"
+    label: str
+    text: str
+    sources: tuple[str, ...] = ()
+
+
+def outcome(records: list[Recorded]) -> Outcome | None:
+    """The task's answer or escalation, why it failed or was cancelled, or what approval it waits for;
+    None while it runs, since a wait or a failure before its last phase is over. As `task show` says it."""
+    for rec in reversed(records):
+        e = rec.event
+        if isinstance(e, AnswerGiven):
+            return Outcome("answer", "Answer", e.answer, e.sources)
+        if isinstance(e, TaskEscalated):
+            return Outcome("escalated", "Escalated", e.reason)
+        if isinstance(e, TaskPhaseChanged):
+            if e.phase == TaskPhase.FAILED:
+                return Outcome("failed", "Failed", e.reason)
+            if e.phase == TaskPhase.CANCELLED:
+                return Outcome("cancelled", "Cancelled", e.reason)
+            if e.phase == TaskPhase.AWAITING_APPROVAL:
+                return Outcome("waiting", "Waiting", e.reason or "for an approval")
+            if e.phase not in (TaskPhase.COMPLETED, TaskPhase.WAITING_FOR_USER):
+                # The answer or escalation comes just before the phase that follows it.
+                return None
+    return None
+
+
+def restore_page(
+    store: EventStore, artifacts: ArtifactStore, task_id: str, kind: Kind, only: str | None
+) -> dict[str, Any]:
+    """What an undo (or redo) would do, asked of the restore itself with nothing written, for a person to
+    confirm. Raises what the restore would: NotFound, ChangedSince, InvalidCommand."""
+    _, summary = undo.load(store, task_id)
+    planned = undo.restore(store, artifacts, task_id, kind, by="page", only=only, dry_run=True)
+    with store.reading() as conn:
+        context = frame(conn)
+    return {
+        **context, "s": summary, "kind": kind, "only": only,
+        # The confirmation holds for the task as shown: anything it records meanwhile asks for a new look.
+        "version": summary.version,
+        "files": [(r, changes.verb(r), d) for r, d in changes.of_restores(artifacts, planned.restores)],
     }
 
 
