@@ -249,3 +249,55 @@ def logged(agentd, env: dict, task_id: str, event_type: str) -> list[dict]:
     out = agentd("events", "list", "--task", task_id, "--type", event_type, "--json", env=env)
     assert out.returncode == 0, out.stderr
     return [json.loads(line)["payload"] for line in out.stdout.splitlines()]
+
+
+# -- a task's changes, undone from the page --------------------------------------------------------------
+
+TODO = b"- buy milk\n- call the plumber\n"
+# The user's first todo.txt run: the edit replaces "buy milk" and the answer calls it a success.
+EDIT_REPLIES = [
+    {"action": "call_tool", "tool": "read_file", "arguments": {"path": "todo.txt"}, "reason": "r"},
+    {"action": "call_tool", "tool": "edit_file", "reason": "r",
+     "arguments": {"path": "todo.txt", "old": "buy milk", "new": "- water the plants <b>now</b>"}},
+    {"action": "final_answer", "answer": "todo.txt was successfully updated.", "sources": []},
+]
+EDIT_SUBMIT = ("--max-steps", "6", "--allow", "write", 'Add the line "- water the plants" to todo.txt')
+
+
+@pytest.mark.slow
+def test_the_task_page_shows_the_diff_and_undo_confirmed_there_puts_the_file_back(
+    agentd, browser: Browser, tmp_path: Path
+) -> None:
+    todo = tmp_path / "ws" / "todo.txt"
+    todo.parent.mkdir()
+    todo.write_bytes(TODO)
+    with serving(agentd, tmp_path, EDIT_REPLIES, EDIT_SUBMIT) as (env, task_id):
+        with signed_in(browser, env) as (page, base):
+            page.goto(f"{base}tasks/{task_id}")
+            assert phase_shown(page, "completed") == "completed"
+            top = page.locator("section.top")
+            assert top.locator("dd.outcome-answer").text_content().strip() == "todo.txt was successfully updated."
+            change = top.locator("article.change", has=page.locator("code.path", has_text="todo.txt"))
+            assert change.locator(".d-del").all_text_contents() == ["-- buy milk\n"]
+            assert change.locator(".d-add").all_text_contents() == ["+- - water the plants <b>now</b>\n"]
+            assert change.locator("pre.diff b").count() == 0, "file content became elements on the page"
+            assert change.locator(".counts").text_content().split() == ["+1", "-1"]
+            # The block is at the top: above the timeline, seen without scrolling.
+            assert change.bounding_box()["y"] < page.locator("ol.timeline").bounding_box()["y"]
+            screenshot(page, tmp_path / "changes.png")
+
+            top.locator("button.undo", has_text="Undo all changes").click()
+            page.wait_for_url(f"**/tasks/{task_id}/undo*")
+            assert todo.read_bytes() != TODO, "asking to undo undid"
+            assert page.locator(".verb").all_text_contents() == ["put back"]
+            screenshot(page, tmp_path / "confirm.png")
+            with page.expect_response(lambda r: r.request.method == "POST") as posted:
+                page.locator("button[name=confirm][value=undo]").click()
+            assert posted.value.status == 303, f"the undo was refused: {posted.value.status}"
+            page.wait_for_url(f"**/tasks/{task_id}?done=*")
+            assert page.locator(".flash").text_content().startswith("Undone by web:")
+            assert todo.read_bytes() == TODO
+            assert page.locator("section.top button.redo").count() == 2
+            screenshot(page, tmp_path / "undone.png")
+        restores = logged(agentd, env, task_id, "RestoreStarted")
+    assert [(r["kind"], r["by"].startswith("web:")) for r in restores] == [("undo", True)]
