@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
 from runtime.cli._app import App, daemon_options, json_option, pass_app
+from runtime.cli._daemon import health as daemon_health
 from runtime.daemon.lock import holder, holder_pid
 from runtime.output import echo_json, fields_table
 from store.errors import AgentdError
@@ -113,7 +113,7 @@ def status(app: App, as_json: bool) -> None:
         last_seq = positions.last_seq(conn)
     found = holder(settings.data_dir)
     pid, page = found if found is not None else (None, None)
-    health = _health(page, settings.data_dir) if page else None
+    health = daemon_health(page, settings.data_dir) if page else None
     report = {
         "running": pid is not None,
         "pid": pid,
@@ -128,40 +128,74 @@ def status(app: App, as_json: bool) -> None:
     if as_json:
         echo_json(report)
         return
-    model = report["model"] or {}
+    deciding = (health or {}).get("deciding") or {}
+    if pid is None:
+        running = "not running (`agentd serve` runs it here, `agentd start` in the background)"
+    else:
+        answers = f"its page at {page}" if health is not None else f"its page does not answer at {page}"
+        running = f"running (pid {pid}), {answers}"
     click.echo(fields_table([
-        ("agentd", f"running (pid {pid})" if pid else "not running"),
-        ("data dir", report["data_dir"]),
+        ("agentd", running),
+        ("data folder", report["data_dir"]),
         ("tasks", ", ".join(f"{n} {p}" for p, n in sorted(phases.items())) or "none"),
-        ("running now", ", ".join(report["running_tasks"]) or "-"),
-        ("queue depth", depth),
-        ("approvals", f"{report['pending_approvals']} pending"),
-        ("events", report["last_seq"]),
-        ("model", ", ".join(f"{k} {v}" for k, v in model.items() if not isinstance(v, dict)) or "-"),
-        *((f"model {k}", json.dumps(v)) for k, v in model.items() if isinstance(v, dict)),
+        *([("running now", "; ".join(
+            f"{t} ({deciding[t]})" if t in deciding else t for t in report["running_tasks"]
+        ) or "none")] if pid else []),
+        ("notifications", f"{depth} waiting to be taken in"),
+        ("approvals", f"{pending} pending" + (" (agentd approvals list)" if pending else "")),
+        ("events", last_seq),
+        *_model_lines(report["model"] or {}),
     ]))
 
 
-def _health(page: str, data_dir: Path) -> dict | None:
-    # Only asked of a running daemon: `status` of a stopped one does not pay for the HTTP client.
-    import urllib.request
+def _model_lines(model: dict[str, Any]) -> list[tuple[str, str]]:
+    """The model's state as the daemon reports it (a model's `stats()`), a readable line for each part."""
+    m = dict(model)
+    if not m:
+        return []
+    about = [str(m.pop("model", "a model"))]
+    if "base_url" in m:
+        about.append(f"served at {m.pop('base_url')}")
+    n_ctx, trained = m.pop("n_ctx", None), m.pop("n_ctx_train", None)
+    if n_ctx:
+        trained_on = f" (trained on {trained:,})" if trained and trained != n_ctx else ""
+        about.append(f"context {n_ctx:,} tokens{trained_on}")
+    lines = [("model", ", ".join(about))]
+    if "path" in m:
+        lines.append(("model file", str(m.pop("path"))))
+    if "template" in m:
+        lines.append(("chat template", str(m.pop("template"))))
+    if "loaded_session" in m or "loaded_tokens" in m:
+        session, tokens = m.pop("loaded_session", None), m.pop("loaded_tokens", 0) or 0
+        lines.append(("model holds", f"{tokens:,} tokens of {session}" if session else "no task's tokens"))
+    kv = m.pop("kv_cache", None)
+    if isinstance(kv, dict):
+        lines.append(("kv cache", _kv_line(kv)))
+    # What a model reports that is not named above, still said in words.
+    lines.extend((f"model {k.replace('_', ' ')}", _words(v)) for k, v in m.items())
+    return lines
 
-    from runtime.web import access
 
-    request = urllib.request.Request(page + "healthz")
-    # The page tells its tasks, pid and model only to whoever holds its token: a local command does.
-    with contextlib.suppress(OSError):
-        token = (data_dir / access.TOKEN_FILE).read_text().strip()
-        request.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=2) as response:
-            return json.loads(response.read())
-    except (OSError, ValueError):
-        return None
+def _kv_line(kv: dict[str, Any]) -> str:
+    return (
+        f"{kv.get('entries', 0)} saved task states, {_mib(kv.get('bytes', 0))} of {_mib(kv.get('capacity_bytes', 0))}; "
+        f"{kv.get('hits', 0)} hits, {kv.get('misses', 0)} misses, {kv.get('evictions', 0)} evicted, "
+        f"{kv.get('rejected', 0)} too large to keep"
+    )
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:,.1f} MiB"
+
+
+def _words(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k.replace('_', ' ')} {_words(v)}" for k, v in value.items()) or "none"
+    return "-" if value is None else str(value)
 
 
 def _answers(page: str, data_dir: Path, pid: int) -> bool:
-    health = _health(page, data_dir)
+    health = daemon_health(page, data_dir)
     return health is not None and health.get("pid", pid) == pid
 
 
