@@ -113,8 +113,13 @@ def submit(
     records = app.store().append(task_id, events, expected_version=NO_STREAM, actor="cli")
     if as_json:
         echo_json({"task_id": task_id, "seq": records[-1].seq})
-    else:
-        click.echo(task_id)
+        return
+    click.echo(task_id)
+    from runtime.cli._daemon import served, unserved
+
+    if not served(settings.data_dir):
+        # On stderr: stdout stays the bare id that scripts read.
+        click.echo(unserved(settings.data_dir, task_id), err=True)
 
 
 def _known_phase(ctx: click.Context, param: click.Parameter, phase: str | None) -> str | None:
@@ -196,8 +201,13 @@ def show(
     if as_json:
         echo_json(state)
         return
-    click.echo(render_state(state))
     records = store.read_stream(task_id, until=at_seq)
+    if at_seq is None:
+        from runtime.cli._now import now
+
+        click.echo(render_state(state, now(app.settings().data_dir, state, records)))
+    else:
+        click.echo(render_state(state))  # as it was then: what it was doing that moment is not in the log
     click.echo("\n" + _changes.changes_section(records, app.settings().artifacts_dir))
     outcome = _outcome(records)
     if outcome:
@@ -239,7 +249,8 @@ def _completed(records) -> bool:
     return False
 
 
-def render_state(state: TaskState) -> str:
+def render_state(state: TaskState, now: str | None = None) -> str:
+    """`now`: what the task is doing at this moment, shown under its phase; None for a finished task."""
     s = state.summary
     parts = [
         fields_table(
@@ -247,6 +258,7 @@ def render_state(state: TaskState) -> str:
                 ("task", s.task_id),
                 ("goal", s.goal),
                 ("phase", s.phase),
+                *([("now", now)] if now is not None else []),
                 ("workspace", s.workspace),
                 ("tenant", s.tenant),
                 ("steps", f"{s.steps} of {s.max_steps}"),
