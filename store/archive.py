@@ -2,12 +2,18 @@
 
 Each line carries the event's chain hash, and the last line is a trailer with the count, the last seq
 and the last hash: a file cut at a line boundary, or with a line changed, is refused whole rather
-than imported as a shorter log. A payload is written and read back as the bytes stored, so the hashes
-of an imported log are those of the exported one.
+than imported as a shorter log. A line without its hash is refused too. A payload is written and read
+back as the bytes stored, so the hashes of an imported log are those of the exported one.
+
+The chain needs no secret: whoever edits a file and computes the chain and the trailer again has a
+file that checks. A signed export (`--sign`) also carries each hash's signature under the data
+folder's key (`mac`, store/chain.py), and the trailer names the key and is signed; given the key,
+verify and import refuse the first line, or the trailer, that the key did not sign.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 from typing import Any, Iterable, Iterator, NamedTuple, TextIO
 
@@ -15,8 +21,9 @@ from sqlalchemy import Connection
 
 from store import audit, log, projections
 from store.chain import GENESIS, link
-from store.errors import AgentdError, StoreError
+from store.errors import AgentdError, LogDamaged, StoreError
 from store.events import Recorded, decode
+from store.key import Key
 from store.log import COLUMNS, RawEvent
 from store.mark import Position
 from store.state import fold_all
@@ -29,56 +36,80 @@ _decoder = json.JSONDecoder()
 CHUNK = 5000
 
 
+_SEALED = ("count", "last_seq", "last_hash")
+_SIGNED = (*_SEALED, "key_id", "mac")
+
+
 class Sealed(NamedTuple):
     """What a whole export holds, as its trailer says and its lines prove."""
 
     count: int
     last_seq: int
     last_hash: str
+    key_id: str | None = None
+    """The id of the key that signed the export (store/key.py); None for an unsigned one."""
 
 
-def line_of(raw: RawEvent) -> str:
-    """One event as a line: its columns, its hash, then its payload as stored (a JSON object), last."""
+def line_of(raw: RawEvent, signature: str | None = None) -> str:
+    """One event as a line: its columns, its hash (and its signature), then its payload as stored (a JSON
+    object), last."""
     obj: dict[str, Any] = {f: getattr(raw, f) for f in _FIELDS}
     obj["hash"] = raw.hash
+    if signature is not None:
+        obj["mac"] = signature
     return f'{_dumps(obj)[:-1]},{_PAYLOAD_KEY}{raw.payload}}}'
 
 
-def trailer_of(sealed: Sealed) -> str:
-    return _dumps({"trailer": sealed._asdict()})
+def trailer_of(sealed: Sealed, key: Key | None = None) -> str:
+    said: dict[str, Any] = {"count": sealed.count, "last_seq": sealed.last_seq, "last_hash": sealed.last_hash}
+    if key is not None:
+        said["key_id"] = key.id
+        said["mac"] = key.sign_trailer(sealed.count, sealed.last_seq, sealed.last_hash)
+    return _dumps({"trailer": said})
 
 
-def seal(lines: Iterable[str]) -> str:
-    """The trailer line for event lines made some other way than by `export` (a fixture, by hand)."""
-    checker = _Checker()
+def chained(lines: Iterable[str]) -> list[str]:
+    """Event lines made some other way than by `export` (a fixture, by hand), each given its chain hash,
+    then the trailer. Anyone can do this: it is why only a signature says who made a file."""
+    out, prev, count, last_seq = [], GENESIS, 0, 0
     for line in lines:
-        if line.strip():
-            checker.parse(line)
-    return trailer_of(Sealed(checker.count, checker.last_seq, checker.last_hash))
+        if not line.strip():
+            continue
+        obj = json.loads(line)
+        payload = _payload_text(line, obj["payload"])
+        prev = link(prev, tuple(payload if c == "payload" else obj[c] for c in COLUMNS if c != "hash"))
+        head = {**{f: obj[f] for f in _FIELDS}, "hash": prev}
+        out.append(f"{_dumps(head)[:-1]},{_PAYLOAD_KEY}{payload}}}")
+        count, last_seq = count + 1, obj["seq"]
+    return [*out, trailer_of(Sealed(count, last_seq, prev))]
 
 
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
-def export(conn: Connection, out: TextIO, *, committed: Position | None = None) -> int:
-    """Write the log to `out`; a log behind `committed` (store.mark.committed, read before `conn`'s snapshot)
-    is refused before a line is written: sealed, it would import as a whole log."""
+def export(conn: Connection, out: TextIO, *, committed: Position | None = None, key: Key | None = None) -> int:
+    """Write the log to `out`, signed with `key` if given. A log behind `committed` (store.mark.committed,
+    read before `conn`'s snapshot) is refused before a line is written: sealed, it would import as a whole
+    log. So is a log whose chain breaks, at that event (to stdout, the lines before it are out, without
+    the trailer an import needs): what agentd seals or signs is the log as it committed it."""
     audit.check_mark(conn, committed)
     count, last_seq, last_hash = 0, 0, GENESIS
     for raw in log.iter_raw(conn):
-        out.write(line_of(raw))
+        broken = audit.chain_break(raw, last_seq + 1, last_hash)
+        if broken is not None:
+            raise LogDamaged(broken)
+        out.write(line_of(raw, None if key is None else key.sign(raw.hash)))
         out.write("\n")
         count, last_seq, last_hash = count + 1, raw.seq, raw.hash
-    out.write(trailer_of(Sealed(count, last_seq, last_hash)))
+    out.write(trailer_of(Sealed(count, last_seq, last_hash), key))
     out.write("\n")
     return count
 
 
-def parse_lines(lines: Iterable[str], checker: _Checker | None = None) -> Iterator[tuple[tuple, Recorded]]:
+def parse_lines(lines: Iterable[str], checker: _Checker) -> Iterator[tuple[tuple, Recorded]]:
     """Validate each line completely (shape, order, versions, type, payload, hash) before anything is
     written, and at the end the trailer: a file without its trailer raises after its last line."""
-    checker = checker or _Checker()
     number = 0
     try:
         for number, line in enumerate(lines, start=1):
@@ -100,13 +131,16 @@ def parse_lines(lines: Iterable[str], checker: _Checker | None = None) -> Iterat
 
 
 class _Checker:
-    """What the lines so far establish: the last seq and hash, each stream's version, the trailer."""
+    """What the lines so far establish: the last seq and hash, each stream's version, whether the lines are
+    signed, the trailer. Given a key, every signature is checked against it."""
 
-    def __init__(self) -> None:
+    def __init__(self, key: Key | None = None) -> None:
+        self.key = key
         self.count = 0
         self.last_seq = 0
         self.last_hash = GENESIS
         self.versions: dict[str, int] = {}
+        self.signed: bool | None = None
         self.trailer: Sealed | None = None
 
     def parse(self, line: str) -> tuple[tuple, Recorded] | None:
@@ -121,6 +155,8 @@ class _Checker:
             return None
         _check_shape(obj)
         seq, stream_id = obj["seq"], obj["stream_id"]
+        if obj.get("hash") is None:
+            raise ValueError(f"event {seq} has no hash: every line an export writes carries its event's chain hash")
         if seq != self.last_seq + 1:
             # The log has no gaps: seq is assigned under the write lock, one after another.
             raise ValueError(f"seq {seq} does not follow {self.last_seq}")
@@ -131,11 +167,12 @@ class _Checker:
         event = decode(obj["type"], obj["schema_version"], payload, seq)
         row = tuple(payload if c == "payload" else obj[c] for c in COLUMNS if c != "hash")
         hash = link(self.last_hash, row)
-        if obj.get("hash") is not None and obj["hash"] != hash:
+        if obj["hash"] != hash:
             raise ValueError(
                 f"event {seq}'s hash does not match its content and the line before: the file was changed "
                 "after it was exported"
             )
+        self._check_signature(seq, hash, obj.get("mac"))
         self.count += 1
         self.last_seq, self.last_hash = seq, hash
         self.versions[stream_id] = expected
@@ -151,18 +188,56 @@ class _Checker:
         )
         return (*row, hash), rec
 
+    def _check_signature(self, seq: int, hash: str, mac: str | None) -> None:
+        signed = mac is not None
+        if self.signed is None:
+            self.signed = signed
+        elif signed != self.signed:
+            state = "signed" if signed else "not signed"
+            raise ValueError(f"event {seq} is {state}, unlike the lines before it: the file joins more than one export")
+        if self.key is None:
+            return
+        if mac is None:
+            raise ValueError(
+                f"event {seq} is not signed: the file was exported without --sign, or its signatures were taken "
+                "out, and --key cannot vouch for it"
+            )
+        if not hmac.compare_digest(mac, self.key.sign(hash)):
+            raise ValueError(
+                f"event {seq} is not signed with this key ({self.key.id}): it was changed and hashed again after "
+                "export, or the file was exported from another data folder"
+            )
+
     def _sealed(self, obj: dict) -> Sealed:
         said = obj["trailer"]
-        if set(obj) != {"trailer"} or not isinstance(said, dict) or set(said) != set(Sealed._fields):
-            raise ValueError('a trailer holds {"trailer": {"count": ..., "last_seq": ..., "last_hash": ...}} alone')
+        if set(obj) != {"trailer"} or not isinstance(said, dict) or set(said) not in (set(_SEALED), set(_SIGNED)):
+            raise ValueError(
+                'a trailer holds {"trailer": {"count": ..., "last_seq": ..., "last_hash": ...}} alone, with '
+                '"key_id" and "mac" too if the export is signed'
+            )
         found = Sealed(self.count, self.last_seq, self.last_hash)
-        if Sealed(**said) != found:
+        if tuple(said[f] for f in _SEALED) != found[:3]:
             raise ValueError(
                 f"the trailer says {said['count']} events to seq {said['last_seq']} ending in hash "
                 f"{str(said['last_hash'])[:12]}, but the lines hold {found.count} to seq {found.last_seq} "
                 f"ending in {found.last_hash[:12]}"
             )
-        return found
+        signed = "mac" in said
+        if self.signed is not None and signed != self.signed:
+            raise ValueError("the trailer is signed and the lines are not" if signed else
+                             "the lines are signed and the trailer is not")
+        if signed and not (isinstance(said["key_id"], str) and isinstance(said["mac"], str)):
+            raise ValueError("the trailer's key_id and mac must be strings")
+        if self.key is not None:
+            if not signed:
+                raise ValueError("the trailer is not signed, and --key cannot vouch for the file")
+            expected = self.key.sign_trailer(found.count, found.last_seq, found.last_hash)
+            if said["key_id"] != self.key.id or not hmac.compare_digest(said["mac"], expected):
+                raise ValueError(
+                    f"the trailer is not signed with this key ({self.key.id}): the file was cut short or sealed "
+                    "again after export, or the trailer is another export's"
+                )
+        return found._replace(key_id=said.get("key_id"))
 
 
 def _payload_text(line: str, payload: Any) -> str:
@@ -188,7 +263,7 @@ def _check_shape(obj: Any) -> None:
     missing = [f for f in (*_FIELDS, "payload") if f not in obj]
     if missing:
         raise ValueError(f"missing {', '.join(missing)}")
-    extra = sorted(set(obj) - {*_FIELDS, "payload", "hash"})
+    extra = sorted(set(obj) - {*_FIELDS, "payload", "hash", "mac"})
     if extra:
         raise ValueError(f"unexpected {', '.join(extra)}")
     if not isinstance(obj["payload"], dict):
@@ -200,18 +275,20 @@ def _check_shape(obj: Any) -> None:
                 raise ValueError(f"{f} must be an integer")
         elif not isinstance(value, str) and not (f in _OPTIONAL and value is None):
             raise ValueError(f"{f} must be a string")
-    if obj.get("hash") is not None and not isinstance(obj["hash"], str):
-        raise ValueError("hash must be a string")
+    for f in ("hash", "mac"):
+        if obj.get(f) is not None and not isinstance(obj[f], str):
+            raise ValueError(f"{f} must be a string")
 
 
-def import_into(conn: Connection, lines: Iterable[str]) -> int:
-    """Load an export into an empty store inside the caller's transaction: all of it, or nothing."""
+def import_into(conn: Connection, lines: Iterable[str], key: Key | None = None) -> int:
+    """Load an export into an empty store inside the caller's transaction: all of it, or nothing. Given a
+    key, every line and the trailer must be signed with it."""
     if log.last_seq(conn) != 0:
         raise StoreError("import needs an empty store; this one already holds events")
     count = 0
     rows: list[tuple] = []
     records: list[Recorded] = []
-    for row, rec in parse_lines(lines):
+    for row, rec in parse_lines(lines, _Checker(key)):
         rows.append(row)
         records.append(rec)
         if len(rows) >= CHUNK:
@@ -222,9 +299,10 @@ def import_into(conn: Connection, lines: Iterable[str]) -> int:
     return count
 
 
-def verify(lines: Iterable[str]) -> Sealed:
-    """Check an export as an import would (lines, chain, trailer, and the fold's rules), writing nothing."""
-    checker = _Checker()
+def verify(lines: Iterable[str], key: Key | None = None) -> Sealed:
+    """Check an export as an import would (lines, chain, trailer, signatures given a key, and the fold's
+    rules), writing nothing."""
+    checker = _Checker(key)
     fold_all(rec for _, rec in parse_lines(lines, checker))
     assert checker.trailer is not None  # parse_lines raises at the end of a file without one
     return checker.trailer

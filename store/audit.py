@@ -12,7 +12,7 @@ from store import positions
 from store.chain import GENESIS, link
 from store.database import describe
 from store.errors import DatabaseCorrupt, LogDamaged
-from store.log import iter_raw
+from store.log import RawEvent, iter_raw
 from store.mark import Position
 from store.tables import events, notifications, schedules, tasks
 
@@ -58,20 +58,24 @@ def check_log(conn: Connection, committed: Position | None) -> None:
 def _chain_problem(conn: Connection, committed: Position | None) -> str | None:
     expected_seq, prev = 1, GENESIS
     for raw in iter_raw(conn):
-        if raw.seq != expected_seq:
-            return (
-                f"events {expected_seq} to {raw.seq - 1} are missing: the log jumps from seq {expected_seq - 1} "
-                f"to {raw.seq}"
-            )
-        if raw.hash is None:
-            return f"event {raw.seq} has no chain hash: it was written behind agentd's back"
-        prev = link(prev, raw[:-1])
-        if raw.hash != prev:
-            return (
-                f"event {raw.seq}'s hash does not match its content and the event before: the log was changed "
-                "after it was written"
-            )
-        expected_seq += 1
+        found = chain_break(raw, expected_seq, prev)
+        if found is not None:
+            return found
+        expected_seq, prev = expected_seq + 1, raw.hash
+    return None
+
+
+def chain_break(raw: RawEvent, seq: int, prev: str) -> str | None:
+    """What is wrong with `raw` as the log's event `seq` following the hash `prev`; None if it links."""
+    if raw.seq != seq:
+        return f"events {seq} to {raw.seq - 1} are missing: the log jumps from seq {seq - 1} to {raw.seq}"
+    if raw.hash is None:
+        return f"event {raw.seq} has no chain hash: it was written behind agentd's back"
+    if raw.hash != link(prev, raw[:-1]):
+        return (
+            f"event {raw.seq}'s hash does not match its content and the event before: the log was changed "
+            "after it was written"
+        )
     return None
 
 

@@ -3,10 +3,16 @@
 The definition is part of the export format and of every database written since: it must never change
 (tests/test_log_evidence.py pins it). A hash covers the row as stored, payload bytes included, so a
 row changed, dropped or inserted after the fact breaks the chain at its seq.
+
+The chain needs no secret, so anyone can compute it: it proves a log whole and in order, not who made
+it. The keyed chain proves that: a signed export carries, beside each hash, an HMAC of it under the
+data folder's key (store/key.py), and one of its trailer. As each hash covers every event before it,
+each signature vouches for the file up to its line, and the trailer's for the whole.
 """
 
 from __future__ import annotations
 
+import hmac
 from hashlib import sha256
 from json.encoder import encode_basestring_ascii as _string
 from typing import Sequence
@@ -33,3 +39,19 @@ def link(prev: str, row: Sequence) -> str:
 
 def _optional(value: str | None) -> str:
     return "null" if value is None else _string(value)
+
+
+def signed(key: bytes, hash: str) -> str:
+    """The signature of the event whose chain hash is `hash`: HMAC-SHA256 under `key`, named apart from the
+    trailer's so that neither can stand for the other."""
+    return hmac.new(key, f"agentd event\n{hash}".encode(), sha256).hexdigest()
+
+
+def signed_trailer(key: bytes, count: int, last_seq: int, last_hash: str) -> str:
+    """The signature of an export's trailer: how many events, to which seq, ending in which hash."""
+    return hmac.new(key, f"agentd trailer\n{count:d}\n{last_seq:d}\n{last_hash}".encode(), sha256).hexdigest()
+
+
+def key_id(key: bytes) -> str:
+    """A name for `key` that tells keys apart and gives nothing of it away."""
+    return hmac.new(key, b"agentd key id", sha256).hexdigest()[:16]

@@ -84,7 +84,7 @@ def test_import_reads_standard_input(agentd, tmp_path: Path) -> None:
 
 
 def test_import_is_all_or_nothing(db_url: str) -> None:
-    from store.archive import import_into
+    from store.archive import chained, import_into
 
     good = (
         '{"seq":1,"stream_id":"t-1","stream_version":1,"type":"TaskSubmitted","schema_version":1,'
@@ -94,6 +94,6 @@ def test_import_is_all_or_nothing(db_url: str) -> None:
     bad = good.replace('"seq":1', '"seq":2').replace('"stream_version":1', '"stream_version":2').replace('"TaskSubmitted"', '"TaskPhaseChanged"').replace('{"goal":"g","workspace":"/w"}', '{"phase":"x"}')
     with EventStore(db_url) as store:
         with pytest.raises(StoreError, match="line 2: event 2 \\(TaskPhaseChanged\\) has an invalid payload"):
-            store.in_write_transaction(lambda conn: import_into(conn, [good, bad]))
+            store.in_write_transaction(lambda conn: import_into(conn, chained([good, bad])))
         assert store.last_seq() == 0
         assert store.tasks() == []

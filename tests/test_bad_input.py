@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from store import ConcurrencyConflict, EventStore
+from store.archive import chained
 from store.events import ModelCalled, TaskPhase, TaskPhaseChanged, TaskSubmitted
 
 REPO = Path(__file__).resolve().parent.parent
@@ -231,11 +232,11 @@ def test_import_with_an_invalid_payload_on_line_2_names_the_line_and_imports_not
     source = tmp_path / "export.jsonl"
     source.write_text(
         "\n".join(
-            [
+            chained([
                 export_line(1, "t-a", 1, "TaskSubmitted", submitted("fine")),
                 export_line(2, "t-a", 2, "ModelCalled", {"call_index": 0, "model": "m", "prompt_tokens": 1, "completion_tokens": 1}),
                 export_line(3, "t-b", 1, "TaskSubmitted", submitted("never reached")),
-            ]
+            ])
         )
         + "\n",
         encoding="utf-8",
@@ -523,7 +524,8 @@ def test_import_into_a_non_empty_store_is_refused_and_adds_nothing(agentd, data_
 )
 def test_import_with_a_gap_names_the_line_and_imports_nothing(agentd, data_dir, tmp_path, second):
     source = tmp_path / "export.jsonl"
-    source.write_text(export_line(1, "t-a", 1, "TaskSubmitted", submitted("first")) + "\n" + second + "\n", encoding="utf-8")
+    lines = chained([export_line(1, "t-a", 1, "TaskSubmitted", submitted("first")), second])
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = agentd("--data-dir", str(data_dir), "events", "import", str(source))
     one_error_line(result, "line 2")
     assert event_count(data_dir / "agentd.db") == 0, "a refused import left events behind"

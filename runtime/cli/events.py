@@ -14,6 +14,7 @@ import click
 from runtime.cli._app import App, pass_app
 from runtime.output import table
 from store import archive, log
+from store import key as signing
 from store.errors import AgentdError
 from store.events import event_types
 from store.log import RawEvent
@@ -26,6 +27,25 @@ class UnknownType(AgentdError):
     """An event type named on the command line that neither agentd nor the log knows: a usage error."""
 
     exit_code = 2
+
+
+class BadKey(AgentdError):
+    """A --key that is not a key file agentd made: a usage error."""
+
+    exit_code = 2
+
+
+def _key(path: Path | None) -> signing.Key | None:
+    try:
+        return None if path is None else signing.load(path)
+    except signing.UnusableKey as e:
+        raise BadKey(f"--key {e}") from None
+
+
+key_option = click.option(
+    "--key", "key_path", type=click.Path(path_type=Path, dir_okay=False),
+    help="The export.key of the data folder that signed the file: refuse any line or trailer it did not sign.",
+)
 
 
 @click.group()
@@ -124,30 +144,38 @@ def _print_lines(raws: list[RawEvent], as_json: bool) -> None:
 
 @events.command()
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write here instead of stdout.")
+@click.option("--sign", is_flag=True, help="Sign each line and the trailer with the data folder's export.key.")
 @pass_app
-def export(app: App, output: Path | None) -> None:
+def export(app: App, output: Path | None, sign: bool) -> None:
     """Write the whole log as JSON Lines, one event per line in seq order, then a trailer line.
 
     Each line carries its event's chain hash; the trailer holds the count, the last seq and the last
-    hash, so that a file cut short or changed is refused by `events import` and `events verify`.
+    hash, so that a file cut short or changed is refused by `events import` and `events verify`. The
+    chain needs no secret, so it cannot tell this agentd's export from one edited and hashed again:
+    --sign adds each hash's HMAC under the data folder's export.key (made on first need, readable by
+    you alone, never exported), which `events verify --key` and `events import --key` check.
+
+    A log behind its high-water mark, or whose chain breaks, is refused in the line `db check` gives.
     """
     store = app.store()
+    key = signing.of_folder(app.settings().data_dir) if sign else None
     mark = committed(store.url)
     with store.reading() as conn:
         if output is None:
-            count = archive.export(conn, sys.stdout, committed=mark)
+            count = archive.export(conn, sys.stdout, committed=mark, key=key)
         else:
-            count = _export_atomically(conn, output, mark)
+            count = _export_atomically(conn, output, mark, key)
     if output is not None:
-        click.echo(f"exported {count} events to {output}", err=True)
+        signed = "" if key is None else f", signed with key {key.id}"
+        click.echo(f"exported {count} events to {output}{signed}", err=True)
 
 
-def _export_atomically(conn, output: Path, mark: Position | None) -> int:
+def _export_atomically(conn, output: Path, mark: Position | None, key: signing.Key | None) -> int:
     # Written next to the target and renamed over it, so a failed export never leaves half a file.
     fd, tmp = tempfile.mkstemp(dir=output.parent if str(output.parent) else ".", prefix=".export-")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            count = archive.export(conn, f, committed=mark)
+            count = archive.export(conn, f, committed=mark, key=key)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, output)
@@ -159,29 +187,41 @@ def _export_atomically(conn, output: Path, mark: Position | None) -> int:
 
 @events.command()
 @click.argument("source", type=click.File("r", encoding="utf-8"))
-def verify(source) -> None:
+@key_option
+def verify(source, key_path: Path | None) -> None:
     """Check an export (or - for stdin) as `events import` would, without importing it.
 
-    Every line, the chain of hashes, the trailer, and the rules every append keeps (a tool call has one
-    result, starts only once proposed, and so on). Prints ok with what the file holds, or names the
-    first line or seq that is wrong.
+    Every line and its hash, the chain of hashes, the trailer, and the rules every append keeps (a tool
+    call has one result, starts only once proposed, and so on); with --key, every line's signature and
+    the trailer's. Prints ok with what the file holds, or names the first line or seq that is wrong.
+    Without --key, ok means the file is whole and in order, not who made it.
     """
-    sealed = archive.verify(source)
+    key = _key(key_path)
+    sealed = archive.verify(source, key)
+    if sealed.key_id is None:
+        signature = "unsigned"
+    elif key is None:
+        signature = f"signed with key {sealed.key_id}, not checked (give --key to check it)"
+    else:
+        signature = f"signed with this key ({key.id})"
     if sealed.count == 0:
-        click.echo("ok: no events")
+        click.echo(f"ok: no events; {signature}")
     else:
         events_ = "1 event" if sealed.count == 1 else f"{sealed.count} events"
-        click.echo(f"ok: {events_}, seq 1 to {sealed.last_seq}, chain ending in {sealed.last_hash}")
+        click.echo(f"ok: {events_}, seq 1 to {sealed.last_seq}, chain ending in {sealed.last_hash}; {signature}")
 
 
 @events.command("import")
 @click.argument("source", type=click.File("r", encoding="utf-8"))
+@key_option
 @pass_app
-def import_(app: App, source) -> None:
+def import_(app: App, source, key_path: Path | None) -> None:
     """Load a JSON Lines export (or - for stdin) into an empty store: all of it, or nothing.
 
-    A file without the trailer `events export` writes last, or whose lines do not match it, is refused.
+    A file without the trailer `events export` writes last, or whose lines do not match it, is refused;
+    with --key, so is one with a line or a trailer the key did not sign.
     """
+    key = _key(key_path)
     store = app.store()
-    count = store.in_write_transaction(lambda conn: archive.import_into(conn, source))
+    count = store.in_write_transaction(lambda conn: archive.import_into(conn, source, key))
     click.echo(f"imported {count} events")
