@@ -10,7 +10,7 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from runtime import policy_name
+from runtime import model_name, policy_name
 from runtime.errors import ConfigError
 
 ENV_PREFIX = "AGENTD_"
@@ -85,6 +85,11 @@ class Settings(BaseModel):
             value = os.fspath(value)
         if isinstance(value, str) and not value.strip():
             raise ValueError("a model's name or a GGUF file's path, not blank")
+        if isinstance(value, str):
+            try:
+                return model_name.check(value)
+            except ConfigError as e:
+                raise ValueError(str(e)) from None
         return value
 
     @property
@@ -145,7 +150,8 @@ def load_settings(
         where = origin.get(key, "defaults")
         if err["type"] == "extra_forbidden":
             raise ConfigError(f"unknown setting {key!r} (from {where})") from None
-        raise ConfigError(f"invalid value for {key} (from {where}): {err['msg']}") from None
+        why = err["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's own words
+        raise ConfigError(f"invalid value for {key} (from {where}): {why}") from None
 
 
 _LIST_SETTINGS = ("plugins", "skills_dirs")

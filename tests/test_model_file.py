@@ -315,7 +315,9 @@ def test_model_path_takes_a_name_or_a_path(agentd, tmp_path: Path) -> None:
     by_env = agentd("model", "path", env={"AGENTD_MODEL": str(smoke_model_path())})
     assert by_env.stdout.strip() == str(smoke_model_path())
     unknown = agentd("model", "path", "--model", "smollm3")
-    assert unknown.returncode == 1 and unknown.stderr.startswith("agentd: no known model 'smollm3'")
+    # A mistyped name is a bad setting wherever it was given, refused before anything is looked up.
+    assert unknown.returncode == 2
+    assert unknown.stderr.startswith("agentd: invalid value for model (from --model): no known model 'smollm3'")
 
 
 def test_serve_refuses_a_bad_model_before_any_task_is_touched(agentd, tmp_path: Path, untemplated_gguf: Path) -> None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-DEFAULT_MODEL = "qwen2.5-coder-0.5b"
-QUALITY_MODEL = "qwen2.5-coder-1.5b"
-SMOKE_MODEL = "smollm2-135m"
+# The names live in a leaf module so that the settings can check one; what each name is lives here.
+from runtime.model_name import DEFAULT as DEFAULT_MODEL
+from runtime.model_name import QUALITY as QUALITY_MODEL
+from runtime.model_name import SMOKE as SMOKE_MODEL
 
 
 @dataclass(frozen=True)
