@@ -1,4 +1,8 @@
-"""The one typed settings object, read from defaults < agentd.toml < AGENTD_* environment < flags."""
+"""The one typed settings object, read from defaults < agentd.toml < AGENTD_* environment < flags.
+
+Where no source names data_dir, the default is the nearest .agentd folder in or above the current
+folder (as git finds .git), and a new one in the current folder if there is none.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,9 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from runtime import model_name, policy_name
+from runtime import data_folder, model_name, policy_name
 from runtime.errors import ConfigError
 
 ENV_PREFIX = "AGENTD_"
@@ -23,6 +27,9 @@ DEFAULT_MODELS_DIR = Path(sys.prefix) / "share" / "agentd" / "models"
 # context, so the read timeout (the longest silence allowed) is generous.
 MODEL_CONNECT_TIMEOUT_S = 5.0
 MODEL_READ_TIMEOUT_S = 300.0
+# Where a data folder found in a folder above the current one came from, as a file's or a flag's name would.
+FOUND = "a folder above"
+DEFAULTS = "defaults"
 
 
 class Settings(BaseModel):
@@ -30,7 +37,7 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    data_dir: Path = Field(Path(".agentd"), description="holds the database, artifacts and logs")
+    data_dir: Path = Field(Path(data_folder.NAME), description="holds the database, artifacts and logs")
     database_url: str | None = Field(None, description="SQLAlchemy URL; default: SQLite file in data_dir")
     sqlite_synchronous: Literal["full", "normal", "off"] = Field(
         "full", description="full: a committed event survives power loss; normal: may lose the last commits"
@@ -69,6 +76,20 @@ class Settings(BaseModel):
         "auto", description="which of a task's history each request shows, unless the task or its profile says"
     )
 
+    # Which source each setting came from, for messages about a value that was fine to read but not to use.
+    _origin: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @field_validator("data_dir", "models_dir", "workspace")
+    @classmethod
+    def _home(cls, value: Path) -> Path:
+        # A shell expands `~` in a flag, but nothing does in agentd.toml or in a quoted environment variable.
+        return value.expanduser()
+
+    @field_validator("plugins", "skills_dirs")
+    @classmethod
+    def _homes(cls, value: tuple[Path, ...]) -> tuple[Path, ...]:
+        return tuple(path.expanduser() for path in value)
+
     @field_validator("context_policy")
     @classmethod
     def _known_policy(cls, value: str) -> str:
@@ -87,10 +108,14 @@ class Settings(BaseModel):
             raise ValueError("a model's name or a GGUF file's path, not blank")
         if isinstance(value, str):
             try:
-                return model_name.check(value)
+                return model_name.check(os.path.expanduser(value))
             except ConfigError as e:
                 raise ValueError(str(e)) from None
         return value
+
+    def origin(self, key: str) -> str:
+        """Where a setting's value came from: a config file's path, an AGENTD_* variable, a flag, FOUND or DEFAULTS."""
+        return self._origin.get(key, DEFAULTS)
 
     @property
     def db_path(self) -> Path:
@@ -142,19 +167,36 @@ def load_settings(
         if value is not None:
             values[key], origin[key] = value, f"--{key.replace('_', '-')}"
 
+    if "data_dir" not in values:
+        found = _found_above()
+        if found is not None:
+            values["data_dir"], origin["data_dir"] = found, FOUND
+
     try:
-        return Settings(**values)
+        settings = Settings(**values)
     except ValidationError as e:
         err = e.errors()[0]
         key = str(err["loc"][0]) if err["loc"] else "?"
-        where = origin.get(key, "defaults")
+        where = origin.get(key, DEFAULTS)
         if err["type"] == "extra_forbidden":
             raise ConfigError(f"unknown setting {key!r} (from {where})") from None
         why = err["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's own words
         raise ConfigError(f"invalid value for {key} (from {where}): {why}") from None
+    settings._origin.update(origin)
+    return settings
 
 
 _LIST_SETTINGS = ("plugins", "skills_dirs")
+
+
+def _found_above() -> Path | None:
+    """The nearest data folder above the current folder; one in the current folder is the default's own."""
+    try:
+        here = Path.cwd()
+    except OSError:  # the current folder was deleted: nothing above it to find
+        return None
+    found = data_folder.find(here)
+    return found if found is not None and found.parent != here else None
 
 
 def _path_or_none(value: str | None) -> Path | None:

@@ -165,6 +165,7 @@ def test_task_list_refuses_an_unknown_phase_and_names_the_phases(agentd, env) ->
     listed = agentd("task", "list", "--phase", "bogus", env=env)
     assert (listed.returncode, listed.stdout) == (2, "")
     assert listed.stderr.splitlines() == [f"agentd: Invalid value for '--phase': 'bogus' is not a phase: {PHASES}"]
+    submitted(agentd, env)  # a listing reads a database; it makes none
     assert agentd("task", "list", "--phase", "cancelled", env=env).returncode == 0
 
 

@@ -36,8 +36,11 @@ ALLOWED = {"runtime.daemon", "runtime.daemon.lock"}
 
 def imported_by(tmp_path: Path, *args: str) -> set[str]:
     """What the command imports on a data directory that exists: the first command in a new one
-    creates the database, and migrating it is alembic's job."""
+    creates the database, and migrating it is alembic's job. A command that only reads creates
+    nothing, so `db upgrade` makes the database it reads."""
     out = tmp_path / "modules.json"
+    subprocess.run([sys.executable, "-m", "runtime.cli", "--data-dir", str(tmp_path / "data"), "db", "upgrade"],
+                   capture_output=True, check=True, timeout=120)
     for _ in range(2):
         done = subprocess.run(
             [sys.executable, "-c", PROBE, str(out), "--data-dir", str(tmp_path / "data"), *args],

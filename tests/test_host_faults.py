@@ -95,6 +95,7 @@ def test_serve_on_a_port_in_use_says_so_in_one_line_before_announcing_anything(a
 
 
 def test_start_on_a_port_another_server_answers_fails_with_the_daemons_own_reason(agentd) -> None:
+    assert agentd("db", "upgrade").returncode == 0  # status reads a database; a start refused makes none
     with healthy_impostor() as port:
         started = agentd("start", "--port", str(port), "--model", "smollm2-135m", timeout=120)
         try:

@@ -39,5 +39,6 @@ def test_start_status_stop(agentd, isolated: Path, monkeypatch: pytest.MonkeyPat
 def test_stop_and_status_when_nothing_runs(agentd) -> None:
     stopped = agentd("stop")
     assert stopped.returncode == 1 and stopped.stderr.startswith("agentd: no agentd is serving")
+    assert agentd("db", "upgrade").returncode == 0  # status reads a database; it makes none
     status = agentd("status")
     assert status.returncode == 0 and "not running" in status.stdout

@@ -97,7 +97,8 @@ class _LazyGroup(click.Group):
     type=click.Path(path_type=Path, dir_okay=False),
     help="Settings file (default: ./agentd.toml if present, or $AGENTD_CONFIG).",
 )
-@click.option("--data-dir", type=click.Path(path_type=Path, file_okay=False), help="Where the database, artifacts and logs live.")
+# Not click's file_okay=False: a file named as the data folder is refused with the one line every source gets.
+@click.option("--data-dir", type=click.Path(path_type=Path), help="Where the database, artifacts and logs live.")
 @click.version_option(package_name="agentd")
 @click.pass_context
 def cli(ctx: click.Context, config_file: Path | None, data_dir: Path | None) -> None:

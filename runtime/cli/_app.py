@@ -13,11 +13,20 @@ if TYPE_CHECKING:
     from store.reader import Reader
 
 
+# The commands that start a data folder from nothing; every other one reads or changes what is there,
+# and finding nothing, says where it looked instead of making an empty folder to read.
+MAKERS = frozenset({
+    ("task", "submit"), ("events", "import"), ("db", "upgrade"), ("schedule", "add"), ("serve",), ("start",),
+    ("eval", "tasks"),
+})
+
+
 class App:
     def __init__(self, config_file: Path | None, data_dir: Path | None) -> None:
         self._config_file = config_file
         self._flags: dict[str, Any] = {"data_dir": data_dir}
         self._settings: Settings | None = None
+        self._makes = True  # whether this command may start a data folder; known once the settings are read
         self._store: EventStore | None = None
         self._reader: Reader | None = None
 
@@ -28,17 +37,38 @@ class App:
             options += ["--config", str(Path(self._config_file).resolve())]
         if self._flags["data_dir"] is not None:
             options += ["--data-dir", str(Path(self._flags["data_dir"]).resolve())]
+        elif self._settings is not None:
+            from runtime.config import FOUND
+
+            if self._settings.origin("data_dir") == FOUND:
+                # The child starts in this folder and would find the same one; named, it cannot find another.
+                options += ["--data-dir", str(self._settings.data_dir)]
         return options
 
     def settings(self, **flags: Any) -> Settings:
-        """Load the settings once; the command's own flags join the root's at the top of the precedence."""
+        """Load the settings once; the command's own flags join the root's at the top of the precedence.
+
+        A command that starts a data folder makes it here, before anything writes into it; any other
+        command logs to the folder only if it is there.
+        """
         if self._settings is None:
             # Imported here, as the store is below: `agentd --help` and a command's own --help need neither.
-            from runtime import logs
-            from runtime.config import load_settings
+            from runtime import data_folder, logs
+            from runtime.config import FOUND, load_settings
 
-            self._settings = load_settings(self._config_file, **self._flags, **flags)
-            logs.configure(log_file=self._settings.log_file, level=self._settings.log_level, console=False)
+            s = load_settings(self._config_file, **self._flags, **flags)
+            command = _command()
+            # Outside a command line (a test's App, say) the store is made as it always was.
+            self._makes = command is None or command in MAKERS
+            if s.origin("data_dir") == FOUND:
+                click.echo(f"agentd: using the data folder {s.data_dir}", err=True)
+            # With the database named by URL the data folder holds only artifacts, logs and scratch
+            # files, and is made for any command as it always was.
+            if self._makes or s.database_url is not None:
+                data_folder.make(s.data_dir)
+            self._settings = s
+            log_file = s.log_file if s.data_dir.is_dir() else None
+            logs.configure(log_file=log_file, level=s.log_level, console=False)
         return self._settings
 
     def data_dir(self) -> Path | None:
@@ -50,7 +80,8 @@ class App:
             from store import EventStore
 
             s = self.settings(**flags)
-            s.data_dir.mkdir(parents=True, exist_ok=True)
+            if not self._makes:
+                self._require(s)
             self._store = EventStore(_url(s), synchronous=s.sqlite_synchronous, busy_timeout_ms=s.busy_timeout_ms)
         return self._store
 
@@ -63,9 +94,23 @@ class App:
             from store.reader import Reader
 
             s = self.settings()
+            if not self._makes:
+                self._require(s)
             if s.database_url is not None or s.db_path.is_file():
                 self._reader = Reader.open(_url(s), busy_timeout_ms=s.busy_timeout_ms)
         return self._reader or self.store()
+
+    def _require(self, s: Settings) -> None:
+        """The data folder and its database must be there for a command that does not start them."""
+        from runtime import data_folder
+        from runtime.config import DEFAULTS
+
+        if s.database_url is not None:
+            data_folder.require_database(s.database_url, given_by=s.origin("database_url"))
+            return
+        given_by = s.origin("data_dir")
+        looked_from = Path.cwd() if given_by == DEFAULTS else None
+        data_folder.require(s.data_dir, s.db_path, looked_from=looked_from, given_by=given_by)
 
     def close(self) -> None:
         if self._reader is not None:
@@ -74,6 +119,18 @@ class App:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+
+def _command() -> tuple[str, ...] | None:
+    """The running command's words after `agentd` (`("task", "list")`), or None outside a command line."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return None
+    words: list[str] = []
+    while ctx.parent is not None:
+        words.insert(0, ctx.info_name or "")
+        ctx = ctx.parent
+    return tuple(words)
 
 
 def _url(s: Settings) -> str:

@@ -31,16 +31,17 @@ def replay(app: App, until: int | None, task_id: str | None, recorded: bool, pol
     and name the first step whose manifest or outcome differs. With --task ID --policy NAME, show call
     by call what the requests would have held under another context policy.
     """
+    # Usage first: a mistyped command is said as such, whether or not there is a database to read.
+    if policy is not None and (not task_id or recorded):
+        raise click.UsageError("--policy goes with --task alone: agentd replay --task ID --policy NAME")
+    if policy is None and (recorded or task_id) and not (recorded and task_id):
+        raise click.UsageError("--recorded and --task go together: agentd replay --task ID --recorded")
     store = app.store()
     settings = app.settings()
     if policy is not None:
-        if not task_id or recorded:
-            raise click.UsageError("--policy goes with --task alone: agentd replay --task ID --policy NAME")
         _reassemble(app, task_id, policy, as_json)
         return
     if recorded or task_id:
-        if not (recorded and task_id):
-            raise click.UsageError("--recorded and --task go together: agentd replay --task ID --recorded")
         # The agent loop and the daemon's wiring (the model) are for --recorded alone: a rebuild or
         # --until does not wait the second it takes to import them.
         from runtime.agent.rerun import rerun_recorded
