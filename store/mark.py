@@ -24,6 +24,7 @@ from store.errors import StoreError
 SUFFIX = "-mark"
 # Fixed width, so that a new mark overwrites the old one in place and is never read half old.
 _WIDTH = 20 + 1 + 64 + 1
+_READS = 5
 
 
 class Position(NamedTuple):
@@ -64,14 +65,26 @@ class Mark:
         return cls(Path(database + SUFFIX))
 
     def read(self) -> Position | None:
-        """The position the mark holds; None where there is none. A file that is not a mark is an error."""
-        try:
-            text = self.path.read_bytes().decode("ascii")
-        except FileNotFoundError:
+        """The position the mark holds; None where there is none. A file that is not a mark is an error.
+
+        Read until two reads agree: another process may be raising the mark as it is read, and a read
+        that crosses its write could mix two marks. Each refusal to write rests on this read.
+        """
+        seen = None
+        for _ in range(_READS):
+            try:
+                raw = self.path.read_bytes()
+            except FileNotFoundError:
+                return None
+            except OSError as e:
+                raise StoreError(f"the high-water mark {self.path} cannot be read ({e})") from None
+            if raw == seen:
+                break
+            seen = raw
+        if not seen:
+            # Created, and the process killed before its first write: it marks nothing.
             return None
-        except (OSError, UnicodeDecodeError) as e:
-            raise StoreError(f"the high-water mark {self.path} cannot be read ({e})") from None
-        return _parse(text, self.path)
+        return _parse(seen.decode("ascii", "replace"), self.path)
 
     def advance(self, seq: int, hash: str | None, *, restart: bool = False) -> None:
         """Record that the log holds `seq`, with `hash`, committed; a mark already further is kept, unless

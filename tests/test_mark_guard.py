@@ -242,3 +242,13 @@ def test_a_mark_agentd_did_not_write_is_refused_until_accepted(agentd, tmp_path:
     assert after.returncode == 0 and "could not read" in after.stdout, (after.stdout, after.stderr)
     assert agentd(*d, "task", "submit", "more").returncode == 0
     assert mark_of(data_dir).startswith(f"{2:020d} ")
+
+
+def test_a_mark_created_but_never_written_marks_nothing(agentd, data_dir, db_url) -> None:
+    """A process killed between creating the mark and its first write leaves an empty file, not a loss."""
+    with EventStore(db_url) as store:
+        store.append("t-1", [TaskSubmitted(goal="g", workspace="/w")])
+    (data_dir / "agentd.db-mark").write_bytes(b"")
+    assert agentd("--data-dir", str(data_dir), "db", "check").stdout.strip() == "ok"
+    assert agentd("--data-dir", str(data_dir), "task", "submit", "more").returncode == 0
+    assert mark_of(data_dir).startswith(f"{2:020d} ")
