@@ -75,6 +75,13 @@ class Settings(BaseModel):
     context_policy: str = Field(
         "auto", description="which of a task's history each request shows, unless the task or its profile says"
     )
+    record_max_files: int = Field(
+        20_000, ge=1,
+        description="files of a workspace recorded before a call that may change any of them; more waits for a person",
+    )
+    record_max_mb: int = Field(
+        512, ge=1, description="megabytes of a workspace recorded before such a call; more waits for a person"
+    )
 
     # Which source each setting came from, for messages about a value that was fine to read but not to use.
     _origin: dict[str, str] = PrivateAttr(default_factory=dict)

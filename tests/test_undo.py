@@ -439,3 +439,19 @@ def test_a_skill_scripts_changes_are_recorded_and_undone(store, data_dir, worksp
     assert agentd("task", "undo", task_id).returncode == 0
     assert (workspace / "todo.txt").read_bytes() == b"- water the plants\n" + TODO
     assert not (workspace / "sorted.log").exists()
+
+
+def test_the_recording_bound_comes_from_the_settings(store, data_dir, monkeypatch) -> None:
+    from runtime.config import load_settings
+    from runtime.daemon.wiring import open_runtime
+    from runtime.inference.scripted import ScriptedModel
+    from runtime.tools.snapshot import Limit
+
+    monkeypatch.setenv("AGENTD_RECORD_MAX_FILES", "3")
+    monkeypatch.setenv("AGENTD_RECORD_MAX_MB", "2")
+    settings = load_settings(None, data_dir=data_dir)
+    rt = open_runtime(settings, store, model=ScriptedModel([]))
+    try:
+        assert rt.record_limit == Limit(max_files=3, max_bytes=2 * 1024 * 1024)
+    finally:
+        rt.jobs.close()

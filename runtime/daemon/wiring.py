@@ -16,6 +16,7 @@ from runtime.harness.delegation import register_delegation
 from runtime.harness.jobs import JobRunner, register_jobs
 from runtime.inference.model_file import resolve_model
 from runtime.skills.tools import register_skill_tools
+from runtime.tools.snapshot import Limit
 from store import EventStore
 
 
@@ -50,6 +51,7 @@ def open_runtime(settings: Settings, store: EventStore, model: Model | None = No
         jobs=jobs,
         skill_roots=tuple(settings.skills_dirs),
         skills_budget_tokens=settings.skills_budget_tokens,
+        record_limit=Limit(settings.record_max_files, settings.record_max_mb * 1024 * 1024),
     )
     delegation.bind(runtime)
     return runtime
