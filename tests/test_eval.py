@@ -496,7 +496,9 @@ def test_the_json_report_has_the_documented_shape(tmp_path: Path) -> None:
 
 # -- runs that claimed success and failed, runs that lost lines: counted beside success -------------
 
-WATER = 'Add the line "- water the plants" to todo.txt'
+# Not the "Add the line ...": a request that only adds has a call that would remove a line refused
+# before it runs (runtime/agent/removal.py), and these tests are about what the eval counts when one ran.
+WATER = 'Put the line "- water the plants" in todo.txt'
 
 
 def todo_case(**fields) -> Case:

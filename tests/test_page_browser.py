@@ -261,7 +261,7 @@ EDIT_REPLIES = [
      "arguments": {"path": "todo.txt", "old": "buy milk", "new": "- water the plants <b>now</b>"}},
     {"action": "final_answer", "answer": "todo.txt was successfully updated.", "sources": []},
 ]
-EDIT_SUBMIT = ("--max-steps", "6", "--allow", "write", 'Add the line "- water the plants" to todo.txt')
+EDIT_SUBMIT = ("--max-steps", "6", "--allow", "write", 'Put the line "- water the plants" in todo.txt')
 
 
 @pytest.mark.slow

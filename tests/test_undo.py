@@ -48,7 +48,13 @@ def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def todo_task(store, data_dir, workspace, replies, goal='Add the line "- water the plants" to todo.txt') -> str:
+# The issue's requests said "Add the line ..."; a call that would remove a line of the file is now refused
+# for such a request before it runs (tests below). These say "Put": the same calls run, and what they did
+# is shown and undone, as for any request the refusal does not cover.
+PUT = 'Put the line "- water the plants" in todo.txt'
+
+
+def todo_task(store, data_dir, workspace, replies, goal=PUT) -> str:
     rt = scripted_runtime(store, data_dir, replies)
     task_id = submit(store, workspace, goal, allowed_effects=("read", "write"))
     run(rt, task_id)
@@ -92,7 +98,7 @@ def test_an_append_followed_by_an_edit_over_an_item_is_undone_whole(store, data_
         call("append_file", path="todo.txt", text="- water the plants"),
         call("edit_file", path="todo.txt", old="- buy milk", new="- water the plants"),
         answer("todo.txt has been updated."),
-    ], goal='Append a new last line "- water the plants" to todo.txt, keeping the existing lines')
+    ], goal='Put a new last line "- water the plants" in todo.txt')
     assert b"buy milk" not in (workspace / "todo.txt").read_bytes()
     shown = agentd("task", "diff", task_id, "--json")
     diffs = json.loads(shown.stdout)
@@ -126,6 +132,28 @@ def test_task_show_lists_the_files_changed_with_their_line_counts(store, data_di
     shown = agentd("task", "show", task_id)
     assert shown.returncode == 0, shown.stderr
     assert "todo.txt (+1 -0)" in shown.stdout
+
+
+def test_the_issues_add_requests_have_the_call_that_would_remove_an_item_refused_before_it_runs(
+    store, data_dir, workspace
+) -> None:
+    for goal, removing in [
+        ('Add the line "- water the plants" to todo.txt',
+         call("edit_file", path="todo.txt", old="buy milk", new="- water the plants")),
+        ('Append a new last line "- water the plants" to todo.txt, keeping the existing lines',
+         call("write_file", path="todo.txt", content="- water the plants")),
+    ]:
+        (workspace / "todo.txt").write_bytes(TODO)
+        task_id = todo_task(store, data_dir, workspace, [
+            call("read_file", path="todo.txt"),
+            removing,
+            call("append_file", path="todo.txt", text="- water the plants"),
+            answer("I added the line to todo.txt."),
+        ], goal=goal)
+        [refused] = events(store, task_id, ProposalRejected)
+        assert "which the request did not ask to remove: to add lines, use append_file" in refused.error
+        assert (workspace / "todo.txt").read_bytes() == TODO + b"- water the plants\n"
+        assert events(store, task_id, TaskPhaseChanged)[-1].phase == "completed"
 
 
 # -- an answer checked against what the task recorded ----------------------------------------------

@@ -30,7 +30,7 @@ import anyio
 
 from notifications import queue
 from runtime.skills import activation
-from runtime.agent import claims, compaction, context, decide, goal, knowledge, notes, proposal, relevance
+from runtime.agent import claims, compaction, context, decide, goal, knowledge, notes, proposal, relevance, removal
 from runtime.agent import policy as policy_
 from runtime.agent.decide import arguments_hash  # noqa: F401  the page checks approvals with it
 from runtime.agent.view import TaskView
@@ -789,6 +789,7 @@ def request_for(
     usable = dataclasses.replace(
         usable, attempt=attempt, said=instruction_texts(profile, [rt.tools.get(n).contract for n in offered], tail),
         changes_allowed=bool({"write", "external"} & set(trusted.submitted.allowed_effects)),
+        contracts={name: rt.tools.get(name).contract for name in usable.tools},
     )
     schema = proposal.schema(
         {name: _arguments(rt.tools.get(name).contract, usable.narrowed(name)) for name in usable.tools},
@@ -889,6 +890,8 @@ class Choices:
     said: tuple[str, ...] = ()
     # Whether the task may change anything: only then is an answer's claim of a change checked.
     changes_allowed: bool = False
+    # The contracts of the tools that may be called, for rules that read what a call would do.
+    contracts: Mapping[str, ToolContract] = field(default_factory=dict)
 
     def narrowed(self, tool: str) -> dict[str, tuple[str, ...]]:
         """The arguments of `tool` whose values are narrowed at this step, with those values."""
@@ -1062,6 +1065,14 @@ def judge(text: str, choices: Choices, view: TaskView, cut_at: int | None = None
         commands=choices.commands,
         values=choices.values,
     )
+    if isinstance(action, proposal.CallTool) and action.tool in choices.contracts:
+        adders = [n for n, c in choices.contracts.items() if c.changes == "path" and c.removes is None]
+        why = removal.refusal(
+            goal.own_words(view.transcript.request), choices.contracts[action.tool], action.arguments,
+            view.records, adders,
+        )
+        if why is not None:
+            raise proposal.Rejected(why)
     answer = action.answer if isinstance(action, proposal.FinalAnswer) else None
     if answer is not None and choices.changes_allowed:
         # A change claimed that the log does not hold is the worst answer there is: refused once, and if

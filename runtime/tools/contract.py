@@ -75,6 +75,12 @@ class ToolContract(BaseModel):
         description="the `path` argument names an existing file or folder, which the call only reads: "
         "the grammar offers the paths the task knows of and has not read yet",
     )
+    removes: tuple[str, str] | None = Field(
+        None,
+        description="(A, B): a call takes the text of argument A out of the file at `path` unless argument B "
+        "repeats it; A empty: the whole file is replaced by argument B. What a call would remove is then known "
+        "before it runs",
+    )
     changes: Literal["path", "workspace"] | None = Field(
         None,
         description="which files a call may change: only the one its `path` argument names, or any file in "
@@ -105,6 +111,8 @@ class ToolContract(BaseModel):
             raise ValueError(f"{self.name}: output fields {sorted(clash)} clash with observation keys")
         if unknown := set(self.summary_fields) - fields:
             raise ValueError(f"{self.name}: summary fields {sorted(unknown)} are not output fields")
+        if self.removes is not None and not {n for n in self.removes if n} <= set(self.input_model.model_fields):
+            raise ValueError(f"{self.name}: removes names arguments the tool does not take: {self.removes}")
         if self.changes == "path" and "path" not in self.input_model.model_fields:
             raise ValueError(f"{self.name}: changes='path' needs a `path` argument")
         if self.changes is not None and not {Effect.WRITE, Effect.EXTERNAL} & set(self.effects):

@@ -108,6 +108,7 @@ class EditFile(Tool[EditFileArgs, EditFileOutput]):
         changes="path",
         # Twice is not once: a second run replaces again in what the first one wrote, or finds nothing.
         idempotent=False,
+        removes=("old", "new"),
         scope="workspace",
         timeout_s=10,
         preconditions=("the file exists and contains `old`",),

@@ -151,6 +151,7 @@ class WriteFile(Tool[WriteFileArgs, WriteFileOutput]):
         output_model=WriteFileOutput,
         effects=[Effect.WRITE],
         changes="path",
+        removes=("", "content"),
         idempotent=True,
         scope="workspace",
         timeout_s=10,
