@@ -483,3 +483,25 @@ def test_the_recording_bound_comes_from_the_settings(store, data_dir, monkeypatc
         assert rt.record_limit == Limit(max_files=3, max_bytes=2 * 1024 * 1024)
     finally:
         rt.jobs.close()
+
+
+def test_an_export_imported_elsewhere_keeps_the_changes_and_the_undo(
+    store, data_dir, workspace, agentd, tmp_path
+) -> None:
+    task_id = two_file_task(store, data_dir, workspace)
+    assert agentd("task", "undo", task_id, "--path", "notes.txt").returncode == 0
+    exported = tmp_path / "log.jsonl"
+    assert agentd("events", "export", "-o", str(exported)).returncode == 0
+    other = tmp_path / "other"
+    imported = agentd("--data-dir", str(other), "events", "import", str(exported))
+    assert imported.returncode == 0, imported.stderr
+    here = agentd("task", "diff", task_id, "--json")
+    there = agentd("--data-dir", str(other), "task", "diff", task_id, "--json")
+    # The other folder has the events, not the artifact store: the same changes, in the same order, without text.
+    assert there.returncode == 0, there.stderr
+    order = [[(d["path"], d["by"].split()[0], d["kind"]) for d in json.loads(r.stdout)] for r in (here, there)]
+    assert order[0] == order[1] == [("todo.txt", "c2", "changed"), ("notes.txt", "c4", "changed"),
+                                    ("notes.txt", "undo", "changed")]
+    assert "not in this data folder's artifact store" in json.loads(there.stdout)[0]["diff"]
+    replayed = agentd("--data-dir", str(other), "replay")
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr

@@ -36,14 +36,18 @@ def diff(app: App, task_id: str, only: str | None, as_json: bool) -> None:
         if only is not None and e.path != only:
             continue
         if isinstance(e, FileChanged):
-            d = diff_.of_change(e, load)
+            before, after = e.before_sha256, e.after_sha256
             by = f"{e.call_id} {folded.tools.get(e.call_id, '?')}"
         else:
             assert isinstance(e, FileRestored)
-            before = None if e.from_sha256 is None else load(e.from_sha256)
-            after = None if e.to_sha256 is None else load(e.to_sha256)
-            d = diff_.file_diff(e.path, before, after)
+            before, after = e.from_sha256, e.to_sha256
             by = f"{e.kind} {e.restore_id} by {rec.actor}"
+        try:
+            d = diff_.file_diff(e.path, None if before is None else load(before), None if after is None else load(after))
+        except NotFound:
+            # An imported log carries the events, not the artifact store: the change is known, its text is not.
+            kind = "created" if before is None else "deleted" if after is None else "changed"
+            d = diff_.FileDiff(e.path, kind, "(its contents are not in this data folder's artifact store)\n", 0, 0)
         shown.append((rec, by, d))
     if as_json:
         echo_json([
