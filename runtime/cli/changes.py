@@ -43,7 +43,7 @@ def diff(app: App, task_id: str, only: str | None, as_json: bool) -> None:
             before, after = e.from_sha256, e.to_sha256
             by = f"{e.kind} {e.restore_id} by {rec.actor}"
         try:
-            d = diff_.file_diff(e.path, None if before is None else load(before), None if after is None else load(after))
+            d = diff_.file_diff(e.path, *(None if digest is None else load(digest) for digest in (before, after)))
         except NotFound:
             # An imported log carries the events, not the artifact store: the change is known, its text is not.
             kind = "created" if before is None else "deleted" if after is None else "changed"
