@@ -62,3 +62,13 @@ def call(tool: str, **arguments: Any) -> dict:
 
 def answer(text: str, *sources: str) -> dict:
     return {"action": "final_answer", "answer": text, "sources": list(sources)}
+
+
+def one_error_line(result, *needles: str, code: int = 1) -> str:
+    """The one `agentd:` line a failed command printed on stderr, holding each of `needles`."""
+    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("agentd: "), result.stderr
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]

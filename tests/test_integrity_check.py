@@ -14,20 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import one_error_line
+
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def one_error_line(result, *needles: str, code: int = 1) -> str:
-    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("agentd: "), result.stderr
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
 
 
 def damaged_index(agentd, data: Path) -> None:

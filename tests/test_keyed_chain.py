@@ -23,17 +23,9 @@ from store.events import (
     ToolCallProposed,
     ToolCallStarted,
 )
+from tests.helpers import one_error_line
 
 KEY = "export.key"
-
-
-def one_error_line(result, *needles: str, code: int = 1) -> str:
-    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("agentd: "), result.stderr
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
 
 
 def approved_shell_call(db_url: str) -> None:

@@ -25,6 +25,7 @@ from store.events import (
     TaskSubmitted,
     ToolCallProposed,
 )
+from tests.helpers import one_error_line
 
 
 def free_port() -> int:
@@ -35,15 +36,6 @@ def free_port() -> int:
 
 KEPT = 6
 """Events checkpointed into the database file before the rest went to the -wal that is then lost."""
-
-
-def one_error_line(result, *needles: str, code: int = 1) -> str:
-    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("agentd: "), result.stderr
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
 
 
 def events_in(data: Path) -> list[tuple[int, str]]:
