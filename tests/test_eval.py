@@ -435,7 +435,8 @@ def test_an_approval_the_case_does_not_grant_is_denied_and_named_when_the_run_fa
 
 def test_a_file_check_reads_the_workspace_after_the_run(tmp_path: Path) -> None:
     expect = {"files": {"todo.txt": {"contains": ["milk", "eggs"]}, "../outside.txt": {"absent": True}}}
-    c = case(files={"todo.txt": "eggs\n"}, allow=["write"], expect=expect)
+    # "Rewrite": a request that may remove lines, so the bad run's write runs and the check must catch it.
+    c = case(input="Rewrite todo.txt so that it lists milk", files={"todo.txt": "eggs\n"}, allow=["write"], expect=expect)
     good = scripted_run(tmp_path, c, [
         call("read_file", path="todo.txt"),
         call("write_file", path="todo.txt", content="eggs\nbuy milk\n"), answer("Added buy milk to todo.txt."),
@@ -496,9 +497,9 @@ def test_the_json_report_has_the_documented_shape(tmp_path: Path) -> None:
 
 # -- runs that claimed success and failed, runs that lost lines: counted beside success -------------
 
-# Not the "Add the line ...": a request that only adds has a call that would remove a line refused
+# Not the "Add the line ...": a call that would remove a line that request does not touch is refused
 # before it runs (runtime/agent/removal.py), and these tests are about what the eval counts when one ran.
-WATER = 'Put the line "- water the plants" in todo.txt'
+WATER = 'Replace the list in todo.txt with the line "- water the plants"'
 
 
 def todo_case(**fields) -> Case:

@@ -261,7 +261,9 @@ EDIT_REPLIES = [
      "arguments": {"path": "todo.txt", "old": "buy milk", "new": "- water the plants <b>now</b>"}},
     {"action": "final_answer", "answer": "todo.txt was successfully updated.", "sources": []},
 ]
-EDIT_SUBMIT = ("--max-steps", "6", "--allow", "write", 'Put the line "- water the plants" in todo.txt')
+EDIT_SUBMIT = (
+    "--max-steps", "6", "--allow", "write", 'Replace the list in todo.txt with the line "- water the plants"'
+)
 
 
 @pytest.mark.slow

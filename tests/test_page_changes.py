@@ -50,7 +50,7 @@ def client(store: EventStore, data_dir: Path) -> TestClient:
 
 
 def task(store: EventStore, data_dir: Path, workspace: Path, replies: list[dict],
-         goal: str = 'Put the line "- water the plants" in todo.txt') -> str:
+         goal: str = 'Replace the list in todo.txt with the line "- water the plants"') -> str:
     rt = scripted_runtime(store, data_dir, replies)
     task_id = submit(store, workspace, goal, allowed_effects=("read", "write"))
     run(rt, task_id)
@@ -66,7 +66,7 @@ def edited(store: EventStore, data_dir: Path, workspace: Path) -> str:
         call("edit_file", path="todo.txt", old="buy milk", new="- water the plants"),
         call("append_file", path="notes.txt", text="Plants watered."),
         answer(ANSWER),
-    ], goal='Put the line "- water the plants" in todo.txt, and say so in notes.txt')
+    ], goal='Replace the list in todo.txt with the line "- water the plants", and say so in notes.txt')
     assert (workspace / "todo.txt").read_bytes() == EDITED
     return task_id
 

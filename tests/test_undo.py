@@ -48,10 +48,10 @@ def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-# The issue's requests said "Add the line ..."; a call that would remove a line of the file is now refused
-# for such a request before it runs (tests below). These say "Put": the same calls run, and what they did
-# is shown and undone, as for any request the refusal does not cover.
-PUT = 'Put the line "- water the plants" in todo.txt'
+# The issue's requests said "Add the line ..."; a call that would remove a line the request does not touch
+# is now refused before it runs (tests below). These ask for the replacement, so the same calls run, and
+# what they did is shown and undone, as for any change a request asks for.
+PUT = 'Replace the list in todo.txt with the line "- water the plants"'
 
 
 def todo_task(store, data_dir, workspace, replies, goal=PUT) -> str:
@@ -98,7 +98,7 @@ def test_an_append_followed_by_an_edit_over_an_item_is_undone_whole(store, data_
         call("append_file", path="todo.txt", text="- water the plants"),
         call("edit_file", path="todo.txt", old="- buy milk", new="- water the plants"),
         answer("todo.txt has been updated."),
-    ], goal='Put a new last line "- water the plants" in todo.txt')
+    ], goal=PUT)
     assert b"buy milk" not in (workspace / "todo.txt").read_bytes()
     shown = agentd("task", "diff", task_id, "--json")
     diffs = json.loads(shown.stdout)
@@ -151,7 +151,8 @@ def test_the_issues_add_requests_have_the_call_that_would_remove_an_item_refused
             answer("I added the line to todo.txt."),
         ], goal=goal)
         [refused] = events(store, task_id, ProposalRejected)
-        assert "which the request did not ask to remove: to add lines, use append_file" in refused.error
+        assert "which the request does not touch: change only what the request asks; to add lines, use append_file" \
+            in refused.error
         assert (workspace / "todo.txt").read_bytes() == TODO + b"- water the plants\n"
         assert events(store, task_id, TaskPhaseChanged)[-1].phase == "completed"
 

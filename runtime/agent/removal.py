@@ -1,19 +1,21 @@
-"""Changes that would remove lines a request only asked to add to: told before they run, once.
+"""A call that would remove lines the request does not touch is told so before it runs.
 
-A request that asks only to add ("Add the line ... to todo.txt", "append", "insert") leaves every line
-of the file in place. Seen on the default model: `edit_file {"old": "buy milk", "new": "- water the
-plants"}` for such a request, and a write of the new line alone over the list. Which text a call
-removes is read from its contract (`removes`: the argument whose text goes unless another repeats
-it, or the whole file replaced by one argument) and from the file's content as the task last saw it;
-such a call is refused with the lines it would remove and the tools that add instead. A request that
-also asks to change, replace, remove, fix or move anything is not one that only adds, and any call
-may remove what it asks.
+Seen on the default model: for 'Add the line "- water the plants" to todo.txt' it ran `edit_file
+{"old": "buy milk", "new": "- water the plants"}`, saw the diff, and answered that the line was added;
+another run wrote the new line alone over the list. A line a change removes is one the request
+touches when the request names something in it (a word of it), or when the change puts a line like it
+in its place (a value changed, a typo fixed, a name renamed). Any other line removed is a loss the
+user did not ask for, and the call is refused with the lines and the tools that add without removing.
+A request that asks to remove, clear, replace or rewrite is taken at its word: nothing is refused.
 
-Pure: the request, the contract, the arguments and the log in; a reason or None out.
+What a call removes is read from its contract (`removes`: the argument whose text goes unless another
+repeats it, or the whole file replaced by one argument) and, for a whole file, from the content the
+task's results last showed. Pure: the request, the contract, the arguments and the log in.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -21,42 +23,59 @@ from typing import Any
 from runtime.tools import ToolContract
 from store.events import FileChanged, Recorded, ToolCallExecuted
 
-_ADD = re.compile(r"\b(?:add|adds|adding|append|appends|appending|insert|inserts|inserting|include)\b", re.IGNORECASE)
-# Words that ask for something besides adding: then a removal may be what was asked.
-_OTHER = re.compile(
-    r"\b(?:change|replace|remove|delete|drop|rename|fix|correct|update|set|bump|edit|modify|rewrite|move|sort|swap|"
-    r"clear|reset|turn|mark|increase|decrease|raise|lower|tidy|clean|merge|split|reorder|overwrite|instead)\b",
+# Requests that ask for lines to go, or for text to be put in other words: any removal may be meant.
+_REMOVING = re.compile(
+    r"\b(?:remove|removes|delete|deletes|drop|clear|empty|erase|wipe|truncate|strip|cut|purge|prune|"
+    r"replace|rewrite|overwrite|reword|rephrase|shorten|simplify|condense|translate|reformat|restructure|"
+    r"reorgani[sz]e|redo|instead|only)\b",
     re.IGNORECASE,
 )
-MARKER = "which the request did not ask to remove"
+_WORD = re.compile(r"[a-z][a-z0-9_]{2,}")
+# Words any line or request may have; sharing one says nothing about which line is meant.
+_COMMON = frozenset({
+    "the", "and", "for", "with", "that", "this", "from", "into", "are", "was", "not", "but", "you", "your",
+    "our", "its", "has", "have", "add", "line", "lines", "file", "new", "txt", "put", "set", "can", "all",
+})
+# A removed line with an added line at least this alike was changed, not lost: "port = 8080" and "port =
+# 9090" are 0.82 alike, "version: 0.7.4" and "version: 0.8.0" 0.86, but two items of one list ("- call the
+# plumber", "- water the plants") 0.56.
+ALIKE = 0.65
+MARKER = "which the request does not touch"
 SHOWN = 3
-
-
-def only_adds(request: str) -> bool:
-    """Whether the user's words ask to add and nothing else."""
-    return bool(_ADD.search(request)) and not _OTHER.search(request)
 
 
 def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def removed(contract: ToolContract, arguments: Mapping[str, Any], known: str | None) -> list[str]:
-    """The lines a call would take out of its file: those of the text it replaces that the replacement
-    does not repeat. `known` is the file's content as the task last saw it (for a whole-file write)."""
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower())) - _COMMON
+
+
+def removed(contract: ToolContract, arguments: Mapping[str, Any], known: str | None) -> tuple[list[str], list[str]]:
+    """The lines a call would take out of its file, and the lines it would put in: those of the text it
+    replaces that the replacement does not repeat. `known` is the file's content as the task last saw
+    it (for a whole-file write)."""
     if contract.removes is None:
-        return []
+        return [], []
     gone, kept = contract.removes
     replacement = arguments.get(kept)
-    if not isinstance(replacement, str):
-        return []
     text = known if not gone else arguments.get(gone)
-    if not isinstance(text, str):
-        return []
-    if gone and text in replacement:
-        return []
-    left = set(_lines(replacement))
-    return [line for line in _lines(text) if line not in left]
+    if not isinstance(replacement, str) or not isinstance(text, str) or (gone and text in replacement):
+        return [], []
+    before, after = _lines(text), _lines(replacement)
+    return [line for line in before if line not in set(after)], [line for line in after if line not in set(before)]
+
+
+def untouched(request: str, gone: Sequence[str], added: Sequence[str]) -> list[str]:
+    """The removed lines the request does not touch: it names nothing in them, and nothing like them is
+    put in their place."""
+    asked = _words(request)
+    return [
+        line for line in gone
+        if not (_words(line) & asked)
+        and not any(difflib.SequenceMatcher(None, line, new).ratio() >= ALIKE for new in added)
+    ]
 
 
 def known_content(records: Sequence[Recorded], path: str) -> str | None:
@@ -83,18 +102,21 @@ def refusal(
     records: Sequence[Recorded],
     adders: Sequence[str] = (),
 ) -> str | None:
-    """Why the call is refused before it runs, if the request only asks to add and the call would
-    remove lines of the file; None otherwise. `adders` are the tools offered that add to a file and
-    remove nothing (by their contracts), which the reason names."""
-    if not only_adds(request) or contract.removes is None:
+    """Why the call is refused before it runs, if it would remove lines the request does not touch;
+    None otherwise. `adders` are the tools offered that add to a file and remove nothing (by their
+    contracts), which the reason names."""
+    if contract.removes is None or _REMOVING.search(request):
         return None
     path = arguments.get("path")
     known = known_content(records, path) if isinstance(path, str) and not contract.removes[0] else None
-    lines = removed(contract, arguments, known)
-    if not lines:
+    lost = untouched(request, *removed(contract, arguments, known))
+    if not lost:
         return None
-    shown = ", ".join(repr(line) for line in lines[:SHOWN])
-    if len(lines) > SHOWN:
-        shown += f" and {len(lines) - SHOWN} more"
+    shown = ", ".join(repr(line) for line in lost[:SHOWN])
+    if len(lost) > SHOWN:
+        shown += f" and {len(lost) - SHOWN} more"
     instead = f"use {' or '.join(adders)}" if adders else "give the old text again with the new lines"
-    return f"this {contract.name} would remove {shown} from {path}, {MARKER}: to add lines, {instead}"
+    return (
+        f"this {contract.name} would remove {shown} from {path}, {MARKER}: change only what the request asks; "
+        f"to add lines, {instead}"
+    )
