@@ -340,6 +340,28 @@ def test_a_skill_the_customer_invokes_that_prescribes_the_rotation_offers_it(sto
     assert "rotate_api_key" in json.dumps(rt.model.schemas[-1])
 
 
+def test_after_the_rotation_the_worked_example_is_shown_no_new_section_and_no_skill_to_wander_into(
+    store, tmp_path
+) -> None:
+    """`make run` on the default model: after the approved rotation, the rate-limit section was retrieved
+    for the rotation's result ("active"), the model asked for the rotation again, took in two unrelated
+    skills on the retries, and answered "the key itself is fine" from that section."""
+    rt = example_runtime(store, ScriptedModel([
+        call("check_api_key_status", account_id="A-123"), call("rotate_api_key", account_id="A-123"),
+        call("rotate_api_key", account_id="A-123"),
+        answer(f"The key was revoked; a new key was issued by the approved rotation ({REVOKED}).", REVOKED),
+    ]), tmp_path, skill_roots=[REPO / "skills"])
+    task_id = submit(store, f"/api-key-runbook {GOAL} My account is A-123.", rotation=True)
+    assert run(rt, task_id) == "awaiting_approval"
+    approve(store, task_id)
+    assert run(rt, task_id) == "completed"
+    shown = [i.cite for e in events(store, task_id, EvidenceRetrieved) for i in e.items]
+    assert shown == [REVOKED]
+    [again] = events(store, task_id, ProposalRejected)
+    assert "already called with exactly these arguments" in again.error
+    assert "activate_skill" not in json.dumps(rt.model.schemas[-1]), "after a repeated change: only the answer"
+
+
 @pytest.fixture
 def log_file(tmp_path: Path):
     path = tmp_path / "logs" / "agentd.log"

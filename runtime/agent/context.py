@@ -80,6 +80,11 @@ class Transcript:
     calls: int = 0
     last_manifest: ContextManifest | None = None
     last_result: Block | None = None
+    # The latest result of a call that only reads: what evidence is retrieved for. An action's result
+    # describes what it did (a key rotated: "active"), and retrieved for, it drew the rate-limit section
+    # ("the key itself is fine") into a revoked-key task, which the default model then gave as its answer.
+    last_read: Block | None = None
+    _reads: set[str] = field(default_factory=set)
     paths: KnownPaths = field(default_factory=lambda: KnownPaths())
     # Each result block's label -> the event it shows: a policy that elides one says how to see it again.
     results: dict[str, ToolCallExecuted] = field(default_factory=dict)
@@ -170,8 +175,11 @@ class Transcript:
                 self.paths.files.add(e.path)
             self.paths.read.discard(e.path)
             self.changed_paths.append(e.path)
-        elif isinstance(e, ToolCallStarted) and "external" in e.effects:
-            self.paths.complete = False
+        elif isinstance(e, ToolCallStarted):
+            if "external" in e.effects:
+                self.paths.complete = False
+            if set(e.effects) <= {"read"}:
+                self._reads.add(e.call_id)
         elif isinstance(e, ToolCallExecuted):
             self.paths.executed(e)
             block = observation_block(e, self.request)
@@ -179,6 +187,8 @@ class Transcript:
             self.results[block.label] = e
             self.seqs[block.label] = rec.seq
             self.last_result = block
+            if e.call_id in self._reads:
+                self.last_read = block
             self.citable.append(block.label)
             if isinstance(e.observation.get("diff"), str) and e.observation["diff"]:
                 self.diffs.append((e.call_id, e.observation["diff"]))

@@ -165,7 +165,7 @@ def act(
         # A conversation's answer is a turn: the task then waits for the person's next message.
         after = TaskPhase.WAITING_FOR_USER if view.submitted.event.conversation else TaskPhase.COMPLETED
         return Decision(events=(
-            AnswerGiven(answer=action.answer, sources=tuple(action.sources)),
+            AnswerGiven(answer=action.answer, sources=tuple(dict.fromkeys(action.sources))),
             TaskPhaseChanged(phase=after, reason=ANSWERED),
         ))
     if isinstance(action, proposal.Escalate):

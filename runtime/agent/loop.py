@@ -628,8 +628,8 @@ def retrieve_evidence(
     sections = rt.sections(trusted.profile)
     if not sections:
         return (), ()
-    last_result = transcript.last_result
-    observation = transcript.results[last_result.label].observation if last_result else {}
+    last_read = transcript.last_read
+    observation = transcript.results[last_read.label].observation if last_read else {}
     packed = knowledge.retrieve(
         sections,
         tenant=trusted.tenant,
@@ -948,6 +948,10 @@ def choices_for(
                 # had run and asked for the rotation again at the next step.
                 reads = _only_reads(contracts[tool])
                 tools = [t for t in tools if t in contracts and not _only_reads(contracts[t])] if reads else []
+                if not reads:
+                    # Offered the skills, the default model took in one unrelated skill after another
+                    # instead (csv-summary and git-changes after a key rotation), then answered wrongly.
+                    skills = []
             else:
                 tools = [t for t in tools if t != tool]
         elif refused.get("action") == "activate_skill":
