@@ -12,7 +12,7 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 export CMAKE_ARGS := $(LLAMA_CMAKE_ARGS)
 
 EXAMPLE := examples/support_agent
-AGENTD  := $(BIN)/agentd --config $(EXAMPLE)/agentd.toml
+AGENTD  := $(BIN)/agentd --config $(EXAMPLE)/agentd.toml --data-dir .agentd
 
 .PHONY: run test bench lock install install-dev install-quality clean chromium
 
@@ -20,11 +20,15 @@ AGENTD  := $(BIN)/agentd --config $(EXAMPLE)/agentd.toml
 # and the page shows its calls. The question starts with /api-key-runbook, so the task takes in that
 # skill's instructions first; the task may propose the key rotation the skill prescribes (write and
 # external effects allowed), which then waits on the page for approval.
+# The example's accounts stand for an outside system that a rotation changes: each run starts from a fresh
+# copy in the data folder, so the repository's file stays as it is and every run shows the revoked key.
+EXAMPLE_ACCOUNTS := .agentd/example-accounts.json
 run: $(VENV)/.installed
 	$(AGENTD) db upgrade
+	cp $(EXAMPLE)/accounts.json $(EXAMPLE_ACCOUNTS)
 	$(AGENTD) task submit --profile support --tenant acme --allow write --allow external \
 	  "/api-key-runbook Why is my API key not working? My account is A-123."
-	$(AGENTD) serve
+	SUPPORT_AGENT_ACCOUNTS=$(EXAMPLE_ACCOUNTS) $(AGENTD) serve
 
 test: $(VENV)/.installed-dev chromium
 	$(BIN)/python -m pytest
