@@ -49,6 +49,8 @@ def test_a_setting_written_alone_over_its_file_loses_the_others() -> None:
     ('Insert "- water the plants" after the milk', "- buy milk", "- buy milk\n- water the plants"),
     ("Remove the plumber from todo.txt", "- call the plumber\n", ""),
     ("Replace the first item with eggs", "- buy milk", "- eggs"),
+    ("Turn off debug in config/app.toml", "debug = true", "debug = false"),
+    ("Change the title of soup.md to Winter Soup", "title: Old Soup", "title: Winter Soup"),
 ])
 def test_a_change_the_request_asks_for_is_not_refused(request_: str, old: str, new: str) -> None:
     assert removal.refusal(request_, EditFile.contract, {"path": "f.txt", "old": old, "new": new}, []) is None
@@ -65,3 +67,11 @@ def test_a_file_changed_since_it_was_shown_is_not_known_so_a_write_over_it_is_no
     assert removal.known_content(_log(READ), "todo.txt") == TODO
     later = _log(READ, appended, changed)
     assert removal.refusal(ADD, WriteFile.contract, {"path": "todo.txt", "content": "x"}, later) is None
+
+
+def test_a_record_replaced_by_the_new_one_is_a_loss_however_alike_the_two_lines_look() -> None:
+    old = '  {"name": "Ana", "phone": "+31 20 555 0101", "team": "ops"},'
+    new = '  {"name": "Ben", "phone": "+31 20 555 0199", "team": "ops"},'
+    why = removal.refusal("Add Ben (phone +31 20 555 0199, team ops) to contacts.json", EditFile.contract,
+                          {"path": "contacts.json", "old": old, "new": new}, [])
+    assert why is not None and '"Ana"' in why

@@ -3,8 +3,8 @@
 Seen on the default model: for 'Add the line "- water the plants" to todo.txt' it ran `edit_file
 {"old": "buy milk", "new": "- water the plants"}`, saw the diff, and answered that the line was added;
 another run wrote the new line alone over the list. A line a change removes is one the request
-touches when the request names something in it (a word of it), or when the change puts a line like it
-in its place (a value changed, a typo fixed, a name renamed). Any other line removed is a loss the
+touches when every word it loses is one the request names, one corrected in its place (a typo fixed),
+or the value of a field the request names (a port, a version). Any other line removed is a loss the
 user did not ask for, and the call is refused with the lines and the tools that add without removing.
 A request that asks to remove, clear, replace or rewrite is taken at its word: nothing is refused.
 
@@ -30,16 +30,12 @@ _REMOVING = re.compile(
     r"reorgani[sz]e|redo|instead|only)\b",
     re.IGNORECASE,
 )
-_WORD = re.compile(r"[a-z][a-z0-9_]{2,}")
-# Words any line or request may have; sharing one says nothing about which line is meant.
-_COMMON = frozenset({
-    "the", "and", "for", "with", "that", "this", "from", "into", "are", "was", "not", "but", "you", "your",
-    "our", "its", "has", "have", "add", "line", "lines", "file", "new", "txt", "put", "set", "can", "all",
-})
-# A removed line with an added line at least this alike was changed, not lost: "port = 8080" and "port =
-# 9090" are 0.82 alike, "version: 0.7.4" and "version: 0.8.0" 0.86, but two items of one list ("- call the
-# plumber", "- water the plants") 0.56.
-ALIKE = 0.65
+# A token of a line: a word, a number, a version, an address.
+_TOKEN = re.compile(r"[a-z0-9][a-z0-9_.@/-]*")
+# A word the request may name a line by; shorter ones (a, is, to) name nothing.
+_WORD = re.compile(r"[a-z0-9]{2,}")
+# A lost word this alike to one put in its place was corrected, not lost ("recieve", "receive": 0.86).
+TYPO = 0.8
 MARKER = "which the request does not touch"
 SHOWN = 3
 
@@ -48,8 +44,8 @@ def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def _words(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower())) - _COMMON
+def _tokens(text: str) -> list[str]:
+    return [t.strip(".-/") for t in _TOKEN.findall(text.lower()) if t.strip(".-/")]
 
 
 def removed(contract: ToolContract, arguments: Mapping[str, Any], known: str | None) -> tuple[list[str], list[str]]:
@@ -68,14 +64,30 @@ def removed(contract: ToolContract, arguments: Mapping[str, Any], known: str | N
 
 
 def untouched(request: str, gone: Sequence[str], added: Sequence[str]) -> list[str]:
-    """The removed lines the request does not touch: it names nothing in them, and nothing like them is
-    put in their place."""
-    asked = _words(request)
-    return [
-        line for line in gone
-        if not (_words(line) & asked)
-        and not any(difflib.SequenceMatcher(None, line, new).ratio() >= ALIKE for new in added)
-    ]
+    """The removed lines the request does not touch. Each token a line loses (one the lines put in its
+    place do not have) must be named by the request, be corrected (a word put in its place is nearly the
+    same), or be the value of a field the request names (the token before it: "port" in "port = 8080",
+    "version" in "version: 0.7.4"). Two records of one list look alike ('{"name": "Marta", ...}' and
+    '{"name": "Tomas", ...}' are 0.86 alike as text), so a line's likeness alone says nothing."""
+    asked = set(_WORD.findall(request.lower()))
+    put = {t for line in added for t in _tokens(line)}
+    words_put = {w for t in put for w in _WORD.findall(t)}
+    lost_lines = []
+    for line in gone:
+        tokens = _tokens(line)
+        for i, token in enumerate(tokens):
+            if token in put:
+                continue
+            words = _WORD.findall(token)
+            named = bool(words) and all(w in asked for w in words)
+            corrected = token.isalpha() and any(
+                w.isalpha() and difflib.SequenceMatcher(None, token, w).ratio() >= TYPO for w in words_put
+            )
+            field = i > 0 and tokens[i - 1] in asked
+            if not (named or corrected or field or not words):
+                lost_lines.append(line)
+                break
+    return lost_lines
 
 
 def known_content(records: Sequence[Recorded], path: str) -> str | None:
