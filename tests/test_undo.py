@@ -506,3 +506,12 @@ def test_an_export_imported_elsewhere_keeps_the_changes_and_the_undo(
     assert "not in this data folder's artifact store" in json.loads(there.stdout)[0]["diff"]
     replayed = agentd("--data-dir", str(other), "replay")
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    # Nor can it put back what it does not hold: refused before anything is recorded.
+    refused = agentd("--data-dir", str(other), "task", "undo", task_id)
+    assert refused.returncode == 1
+    assert refused.stderr == (
+        "agentd: what todo.txt must be put back to is not in this data folder's artifact store (a log imported "
+        "from elsewhere carries no file contents); nothing was undone\n"
+    )
+    listed = agentd("--data-dir", str(other), "events", "list", "--task", task_id, "--type", "RestoreStarted")
+    assert listed.stdout.count("RestoreStarted") == 1, "only the undo the import brought"

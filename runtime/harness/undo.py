@@ -92,6 +92,15 @@ def restore(
         raise InvalidCommand(str(e)) from None
     if plan.conflicts:
         raise ChangedSince(_conflict_line(plan.conflicts, kind))
+    missing = [
+        r.path for r in plan.restores if r.to_sha256 is not None and not artifacts.exists(REF_PREFIX + r.to_sha256)
+    ]
+    if missing:
+        # Checked before anything is recorded: a restore that could not finish would be left half done.
+        raise InvalidCommand(
+            f"what {missing[0]} must be put back to is not in this data folder's artifact store (a log imported "
+            f"from elsewhere carries no file contents); nothing was {'undone' if kind == 'undo' else 'redone'}"
+        )
     if dry_run:
         return Outcome(task_id, kind, plan.restores, finished_first=finished)
     restore_id = f"r-{secrets.token_hex(4)}"
