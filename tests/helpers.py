@@ -72,3 +72,33 @@ def one_error_line(result, *needles: str, code: int = 1) -> str:
     for needle in needles:
         assert needle in lines[0], (needle, lines[0])
     return lines[0]
+
+
+def serve_refused(data_dir, what: str):
+    """Run `agentd serve` on `data_dir` and return how it ended, expecting it to refuse to start within
+    30 s; if it starts, stop it and fail, naming `what` it should have refused."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import pytest
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "runtime.cli", "serve", "--port", str(port), "--model", "smollm2-135m"],
+        env={**os.environ, "AGENTD_DATA_DIR": str(data_dir)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while server.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if server.poll() is None:
+        server.terminate()
+        out, err = server.communicate(timeout=60)
+        pytest.fail(f"serve started on {what}: {out[-1000:]} {err[-1000:]}")
+    out, err = server.communicate()
+    return subprocess.CompletedProcess(server.args, server.returncode, out, err)

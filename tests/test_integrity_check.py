@@ -4,23 +4,10 @@ which refuses a damaged database before it writes anything."""
 from __future__ import annotations
 
 import contextlib
-import os
-import socket
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-import pytest
-
-from tests.helpers import one_error_line
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.helpers import one_error_line, serve_refused
 
 
 def damaged_index(agentd, data: Path) -> None:
@@ -63,18 +50,8 @@ def test_serve_refuses_a_database_that_fails_its_integrity_check_in_the_line_db_
     damaged_index(agentd, data)
     checked = one_error_line(agentd("--data-dir", str(data), "db", "check"))
     before = events_in(data)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "runtime.cli", "serve", "--port", str(free_port()), "--model", "smollm2-135m"],
-        env={**os.environ, "AGENTD_DATA_DIR": str(data)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    deadline = time.monotonic() + 30
-    while server.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)
-    if server.poll() is None:
-        server.terminate()
-        out, err = server.communicate(timeout=60)
-        pytest.fail(f"serve started on a database that fails its integrity check: {out[-1000:]} {err[-1000:]}")
-    out, err = server.communicate()
-    assert one_error_line(subprocess.CompletedProcess(server.args, server.returncode, out, err)) == checked
+    refused = serve_refused(data, "a database that fails its integrity check")
+    out = refused.stdout
+    assert one_error_line(refused) == checked
     assert "web page" not in out
     assert events_in(data) == before

@@ -7,11 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -25,14 +21,7 @@ from store.events import (
     TaskSubmitted,
     ToolCallProposed,
 )
-from tests.helpers import one_error_line
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
+from tests.helpers import one_error_line, serve_refused
 
 KEPT = 6
 """Events checkpointed into the database file before the rest went to the -wal that is then lost."""
@@ -93,19 +82,8 @@ def test_serve_refuses_a_log_behind_its_mark_and_writes_nothing(agentd, tmp_path
     data, last = cut_copy(tmp_path)
     checked = one_error_line(agentd("--data-dir", str(data), "db", "check"), "missing")
     before, mark = events_in(data), mark_of(data)
-    env = {**os.environ, "AGENTD_DATA_DIR": str(data)}
-    server = subprocess.Popen([sys.executable, "-m", "runtime.cli", "serve", "--port", str(free_port()),
-                               "--model", "smollm2-135m"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
-    deadline = time.monotonic() + 30
-    while server.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)
-    if server.poll() is None:
-        server.terminate()
-        out, err = server.communicate(timeout=60)
-        pytest.fail(f"serve started on a log behind its mark: {out[-1000:]} {err[-1000:]}")
-    out, err = server.communicate()
-    refused = subprocess.CompletedProcess(server.args, server.returncode, out, err)
+    refused = serve_refused(data, "a log behind its mark")
+    out = refused.stdout
     assert one_error_line(refused) == checked
     assert "web page" not in out
     assert events_in(data) == before and mark_of(data) == mark
