@@ -285,3 +285,15 @@ def test_undo_of_a_task_that_has_not_run_is_refused_in_one_line(client, store, w
     assert asked.status_code == 409
     assert problem(asked) == f"task {task_id} is submitted; cancel it or let it finish before its changes are undone"
     assert client.get("/tasks/t-404/undo").status_code == 404
+
+
+def test_the_approvals_page_shows_the_change_a_confirming_task_would_make(client, store, data_dir, workspace) -> None:
+    rt = scripted_runtime(store, data_dir, [
+        call("read_file", path="todo.txt"), call("append_file", path="todo.txt", text=f"- {SCRIPT}"),
+    ])
+    task_id = submit(store, workspace, "Add a line to todo.txt", allowed_effects=("read", "write"),
+                     confirm_changes=True)
+    assert run(rt, task_id) == "awaiting_approval"
+    page = client.get("/approvals").text
+    assert "The change it would make" in page
+    assert str(escape(f"+- {SCRIPT}")) in page and SCRIPT not in page

@@ -53,6 +53,15 @@ Effect = RunTool | TakeInSkill
 
 
 @dataclass(frozen=True)
+class Confirm:
+    """A change a person must see and approve before it is made: its diff, and the hash each file must
+    still have when the call runs (None: no file); no files bound for a call that cannot be previewed."""
+
+    preview: str
+    bound: dict[str, str | None]
+
+
+@dataclass(frozen=True)
 class Decision:
     events: tuple[Event, ...] = ()
     effect: Effect | None = None
@@ -157,10 +166,12 @@ def act(
     contract: ToolContract | None,
     policy: Policy,
     unrecorded: str | None = None,
+    confirm: Confirm | None = None,
 ) -> Decision:
     """Step 7's second half: what an accepted proposal comes to. `contract` is the called tool's;
-    `unrecorded` says why what the call may change cannot be recorded, which only a person may accept
-    (no skill's pre-approval covers it)."""
+    `unrecorded` says why what the call may change cannot be recorded, and `confirm` shows the change
+    a task that confirms its changes would make: only a person may accept either (no skill's
+    pre-approval covers them)."""
     if isinstance(action, proposal.FinalAnswer):
         # A conversation's answer is a turn: the task then waits for the person's next message.
         after = TaskPhase.WAITING_FOR_USER if view.submitted.event.conversation else TaskPhase.COMPLETED
@@ -178,9 +189,9 @@ def act(
     assert isinstance(action, proposal.CallTool) and contract is not None
     call_id = f"c{call_index}"
     proposed = ToolCallProposed(call_id=call_id, tool=action.tool, arguments=action.arguments, reason=action.why)
-    if not contract.needs_approval and unrecorded is None:
+    if not contract.needs_approval and unrecorded is None and confirm is None:
         return Decision(events=(proposed,), effect=RunTool(proposed, approved=False))
-    skill = activation.pre_approver(view.active, action.tool) if unrecorded is None else None
+    skill = activation.pre_approver(view.active, action.tool) if unrecorded is None and confirm is None else None
     if skill is not None:
         # The skill's allowed-tools approved it in advance; the log says who did, like any approval.
         approval_id = policy.new_approval_id()
@@ -211,10 +222,14 @@ def act(
                 expires_at=(policy.now + policy.approval_ttl).isoformat(),
                 policy_version=policy.policy_version,
                 unrecorded=unrecorded,
+                preview=None if confirm is None else confirm.preview,
+                bound={} if confirm is None else dict(confirm.bound),
             ),
             TaskPhaseChanged(
                 phase=TaskPhase.AWAITING_APPROVAL,
-                reason=f"{action.tool} needs approval" if unrecorded is None else f"{action.tool} would run unrecorded",
+                reason=f"{action.tool} would run unrecorded" if unrecorded is not None
+                else f"{action.tool}'s change waits to be confirmed" if confirm is not None
+                else f"{action.tool} needs approval",
             ),
         ),
         waits=True,

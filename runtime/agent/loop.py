@@ -42,7 +42,7 @@ from runtime.inference.model import Model
 from runtime.agent.profiles import Profile, catalog_block, catalog_counter, output_contract, prefix_blocks
 from runtime.agent.progress import Progress
 from runtime.tools import ToolContext, ToolContract, ToolOutcome, ToolRefused, ToolRegistry, edits, execute
-from runtime.tools import recording, snapshot
+from runtime.tools import preview, recording, snapshot
 from runtime.tools.schema import inline_schema
 from runtime.tools.workspace import survey
 from store import EventStore
@@ -279,11 +279,13 @@ class _Runner:
         if action is None:
             raise Stop
         contract = self.rt.tools.get(action.tool).contract if isinstance(action, proposal.CallTool) else None
-        unrecorded = None
+        unrecorded = confirm = None
         if contract is not None and isinstance(action, proposal.CallTool):
             unrecorded = await self._unrecordable(trusted, contract, action.arguments)
+            if trusted.submitted.confirm_changes or trusted.profile.confirm_changes:
+                confirm = await self._confirmation(trusted, action)
         await self._carry_out(
-            trusted, decide.act(view, call_index, action, contract, self._policy(trusted), unrecorded)
+            trusted, decide.act(view, call_index, action, contract, self._policy(trusted), unrecorded, confirm)
         )
 
     def _trusted(self) -> Trusted:
@@ -549,6 +551,13 @@ class _Runner:
     async def _execute(self, trusted: Trusted, proposed: ToolCallProposed, *, approved: bool) -> None:
         tool = self.rt.tools.get(proposed.tool)
         ctx = self._tool_context(trusted)
+        stale = await self._changed_since_confirmed(ctx, proposed.call_id) if approved else None
+        if stale is not None:
+            refusal = ToolOutcome.refusal(proposed.tool, ToolRefused(
+                "changed_since_confirmed", f"{stale} changed after the change to it was confirmed; nothing was done"
+            ))
+            await self._append(refusal.executed(proposed.call_id))
+            return
         paths = recording.scope(tool.contract, proposed.arguments)
         before = None
         if paths is not recording.NOTHING:
@@ -584,6 +593,29 @@ class _Runner:
                 self.rt.remember(ctx, after)
             outcome = recording.shown(outcome, changed, self.rt.artifacts, note)
         await self._append(outcome.executed(proposed.call_id), *outcome.artifact_events, *changed)
+
+    async def _confirmation(self, trusted: Trusted, action: proposal.CallTool) -> decide.Confirm | None:
+        """For a task that confirms its changes: the change the call would make, shown before it is made
+        (a preview on a copy of its file), or why it cannot be shown; None for a call that changes nothing."""
+        tool = self.rt.tools.get(action.tool)
+        if tool.contract.may_change is None:
+            return None
+        ctx = self._tool_context(trusted)
+        shown = await anyio.to_thread.run_sync(lambda: preview.preview(tool, ctx, action.arguments))
+        if shown is None:
+            return decide.Confirm(
+                f"{action.tool} may change any file in the workspace: what it changed is shown after it ran, "
+                "and can be undone", {},
+            )
+        return decide.Confirm(shown.diff, {shown.path: shown.sha256}) if shown.changes else None
+
+    async def _changed_since_confirmed(self, ctx: ToolContext, call_id: str) -> str | None:
+        """A file a confirmed change is bound to that no longer has the bytes the person was shown."""
+        request = self.view.calls.requests.get(call_id)
+        if request is None or not request.bound:
+            return None
+        now = await anyio.to_thread.run_sync(lambda: preview.hashes(ctx, list(request.bound)))
+        return next((path for path, digest in request.bound.items() if now.get(path) != digest), None)
 
     async def _unrecordable(self, trusted: Trusted, contract: ToolContract, arguments: Mapping) -> str | None:
         """Why the files a proposed call may change cannot be recorded before it runs, if they cannot."""

@@ -72,6 +72,8 @@ class Profile(BaseModel):
     # message must use one (what they pasted does not count), unless a skill the user invoked by name
     # names the tool. A support question is not a request to rotate a key, whatever a document says.
     on_request: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    # Every change a task of this profile makes to a file waits for a person, shown its diff first.
+    confirm_changes: bool = False
 
     @field_validator("context_policy")
     @classmethod
@@ -86,7 +88,7 @@ class Profile(BaseModel):
         """A hash of everything in the profile: two tasks with the same version saw the same prefix."""
         # Fields added since versions were first recorded are left out while unset, so profiles keep them.
         later = (("context_policy", None), ("answer_after", ()), ("call_first", ()), ("on_request", {}),
-                 ("escalate_only_when_blocked", False))
+                 ("escalate_only_when_blocked", False), ("confirm_changes", False))
         unset = {name for name, value in later if getattr(self, name) == value}
         return hashlib.sha256(self.model_dump_json(exclude=unset or None).encode()).hexdigest()[:12]
 

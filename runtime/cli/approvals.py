@@ -9,7 +9,7 @@ import click
 from runtime.harness import approvals as deciding
 from runtime.cli._app import App, json_option, pass_app
 from runtime.output import echo_json, table
-from store.events import ToolCallProposed
+from store.events import ApprovalRequested, ToolCallProposed
 
 
 @click.group()
@@ -26,8 +26,8 @@ def list_(app: App, show_all: bool, as_json: bool) -> None:
     store = app.store()
     rows = []
     for task_id, a in store.approvals(None if show_all else "pending"):
-        arguments = _arguments(store, task_id, a.call_id)
-        rows.append({"task_id": task_id, **a._asdict(), "arguments": arguments})
+        arguments, preview = _request(store, task_id, a.call_id, a.approval_id)
+        rows.append({"task_id": task_id, **a._asdict(), "arguments": arguments, "preview": preview})
     if as_json:
         echo_json(rows)
         return
@@ -37,13 +37,22 @@ def list_(app: App, show_all: bool, as_json: bool) -> None:
             ["ID", "TASK", "TOOL", "STATUS", "EXPIRES (UTC)", "ARGUMENTS"],
         )
     )
+    for r in rows:
+        if r["preview"]:
+            # A task that confirms its changes: the person approves this diff, on these bytes.
+            click.echo(f"\n{r['approval_id']} would change:\n{r['preview'].rstrip()}")
 
 
-def _arguments(store, task_id: str, call_id: str) -> dict:
+def _request(store, task_id: str, call_id: str, approval_id: str) -> tuple[dict, str | None]:
+    """The arguments of the call an approval is for, and the change it would make, where it was shown."""
+    arguments: dict = {}
+    preview = None
     for rec in store.read_stream(task_id):
         if isinstance(rec.event, ToolCallProposed) and rec.event.call_id == call_id:
-            return rec.event.arguments
-    return {}
+            arguments = rec.event.arguments
+        elif isinstance(rec.event, ApprovalRequested) and rec.event.approval_id == approval_id:
+            preview = rec.event.preview
+    return arguments, preview
 
 
 @approvals.command()

@@ -77,6 +77,10 @@ def _context_pairs(ctx: click.Context, param: click.Parameter, pairs: tuple[str,
     "--conversation", is_flag=True,
     help="After each answer, wait for the user (agentd task say ID TEXT) instead of ending; agentd task close ID ends it.",
 )
+@click.option(
+    "--confirm-changes", is_flag=True,
+    help="Every change to a file waits for a person, who is shown its diff first (agentd approvals list, or the page).",
+)
 @task_options("the task")
 @json_option
 @pass_app
@@ -89,6 +93,7 @@ def submit(
     policy: str | None,
     context: dict[str, str],
     conversation: bool,
+    confirm_changes: bool,
     profile: str,
     tenant: str,
     allowed: tuple[str, ...],
@@ -107,7 +112,7 @@ def submit(
     events = submit_task(
         goal, settings.workspace, profile=profile, tenant=tenant, allowed_effects=("read", *allowed),
         max_steps=max_steps, max_tokens=max_tokens, context=context, conversation=conversation,
-        policy=policy or known[profile].context_policy or settings.context_policy,
+        policy=policy or known[profile].context_policy or settings.context_policy, confirm_changes=confirm_changes,
     )
     task_id = new_task_id()
     records = app.store().append(task_id, events, expected_version=NO_STREAM, actor="cli")

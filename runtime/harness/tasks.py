@@ -28,6 +28,7 @@ def submit_task(
     context: dict[str, str] | None = None,
     policy: str = policy_.DEFAULT,
     conversation: bool = False,
+    confirm_changes: bool = False,
 ) -> list[Event]:
     goal = goal.strip()
     if not goal:
@@ -41,7 +42,7 @@ def submit_task(
         TaskSubmitted(
             goal=goal, workspace=str(workspace.resolve()), tenant=tenant, profile=profile,
             allowed_effects=effects, context=dict(sorted((context or {}).items())), policy=policy,
-            conversation=conversation, **limits,
+            conversation=conversation, confirm_changes=confirm_changes, **limits,
         )
     ]
 

@@ -117,6 +117,8 @@ class Pending:
     expires_in: str | None
     expired: bool
     call_index: int | None
+    # The diff the call would make, for a task that confirms its changes; file text, shown escaped.
+    preview: str | None = None
 
 
 def approvals_page(store: EventStore, tools: ToolRegistry | None, done: str | None = None) -> dict[str, Any]:
@@ -164,6 +166,7 @@ def _pending(conn: Connection, task_id: str, a: Approval, tools: ToolRegistry | 
         expires_in=None if expires is None else span((expires - now).total_seconds()),
         expired=expires is not None and expires <= now,
         call_index=call_index(a.call_id),
+        preview=requested.preview if requested is not None else None,
     )
 
 

@@ -16,6 +16,10 @@ class ApprovalRequested(Event):
     policy_version: str | None = None
     # Why what the call changes cannot be recorded (a workspace past the bound): granted, it runs unrecorded.
     unrecorded: str | None = None
+    # For a task that confirms its changes: the diff the call would make, and each file's hash as it was
+    # previewed (None: no file), which it must still have when the call runs.
+    preview: str | None = None
+    bound: dict[str, str | None] = {}
 
 
 class ApprovalGranted(Event):

@@ -51,6 +51,8 @@ class TaskSubmitted(Event):
     # A sub-task (`delegate`): the task that handed it its question, and the only tools it is offered.
     parent: str | None = None
     tools: tuple[str, ...] | None = None
+    # Every change to a file waits for a person, who is shown its diff first (`--confirm-changes`).
+    confirm_changes: bool = False
 
 
 class TaskPhaseChanged(Event):
