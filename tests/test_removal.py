@@ -56,6 +56,14 @@ def test_a_change_the_request_asks_for_is_not_refused(request_: str, old: str, n
     assert removal.refusal(request_, EditFile.contract, {"path": "f.txt", "old": old, "new": new}, []) is None
 
 
+def test_a_value_used_instead_of_another_does_not_let_the_rest_of_the_file_go() -> None:
+    why = removal.refusal("The app should listen on port 9090 instead of 8080. Change its config.",
+                          WriteFile.contract, {"path": "config/app.toml", "content": "port = 9090\n"}, _log(READ_APP))
+    assert why is not None and "'debug = true', 'log_level = \"info\"'" in why
+    assert removal.refusal("Replace the whole file config/app.toml with port = 9090", WriteFile.contract,
+                           {"path": "config/app.toml", "content": "port = 9090\n"}, _log(READ_APP)) is None
+
+
 def test_a_tool_that_removes_nothing_is_never_refused() -> None:
     assert removal.refusal(ADD, AppendFile.contract, {"path": "todo.txt", "text": "- water"}, _log(READ)) is None
 

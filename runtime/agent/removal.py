@@ -6,7 +6,8 @@ another run wrote the new line alone over the list. A line a change removes is o
 touches when every word it loses is one the request names, one corrected in its place (a typo fixed),
 or the value of a field the request names (a port, a version). Any other line removed is a loss the
 user did not ask for, and the call is refused with the lines and the tools that add without removing.
-A request that asks to remove, clear, replace or rewrite is taken at its word: nothing is refused.
+A request that asks to remove, clear or rewrite, or to replace a whole file or list, is taken at its
+word: nothing is refused.
 
 What a call removes is read from its contract (`removes`: the argument whose text goes unless another
 repeats it, or the whole file replaced by one argument) and, for a whole file, from the content the
@@ -23,11 +24,16 @@ from typing import Any
 from runtime.tools import ToolContract
 from store.events import FileChanged, Recorded, ToolCallExecuted
 
-# Requests that ask for lines to go, or for text to be put in other words: any removal may be meant.
+# Requests that ask for lines to go, or for a whole text to be put in other words: any removal may be
+# meant. "Replace" only of a whole or a part named by its place ("replace the list", "the first item"):
+# "replace 8080 with 9090" names what goes, and a request to use a port "instead of 8080" does not ask for the rest of the file to go
+# (seen on the default model: the port written alone over config/app.toml).
 _REMOVING = re.compile(
-    r"\b(?:remove|removes|delete|deletes|drop|clear|empty|erase|wipe|truncate|strip|cut|purge|prune|"
-    r"replace|rewrite|overwrite|reword|rephrase|shorten|simplify|condense|translate|reformat|restructure|"
-    r"reorgani[sz]e|redo|instead|only)\b",
+    r"\b(?:remove|removes|delete|deletes|drop|clear|empty|erase|wipe|truncate|strip|purge|prune|"
+    r"rewrite|overwrite|reword|rephrase|shorten|simplify|condense|translate|reformat|restructure|"
+    r"reorgani[sz]e|redo)\b"
+    r"|\breplace\s+(?:the\s+|its\s+|all\s+)?(?:whole\s+|entire\s+|first\s+|last\s+|second\s+|third\s+|top\s+|"
+    r"bottom\s+)?(?:contents?|file|list|everything|text|item|line|entry|row|paragraph|sentence|section)\b",
     re.IGNORECASE,
 )
 # A token of a line: a word, a number, a version, an address.
