@@ -26,8 +26,8 @@ from store.events import FileChanged, Recorded, ToolCallExecuted
 
 # Requests that ask for lines to go, or for a whole text to be put in other words: any removal may be
 # meant. "Replace" only of a whole or a part named by its place ("replace the list", "the first item"):
-# "replace 8080 with 9090" names what goes, and a request to use a port "instead of 8080" does not ask for the rest of the file to go
-# (seen on the default model: the port written alone over config/app.toml).
+# "replace 8080 with 9090" names what goes, and a request to use a port "instead of 8080" does not ask
+# for the rest of the file to go (seen on the default model: the port written alone over config/app.toml).
 _REMOVING = re.compile(
     r"\b(?:remove|removes|delete|deletes|drop|clear|empty|erase|wipe|truncate|strip|purge|prune|"
     r"rewrite|overwrite|reword|rephrase|shorten|simplify|condense|translate|reformat|restructure|"
