@@ -83,3 +83,18 @@ def test_a_record_replaced_by_the_new_one_is_a_loss_however_alike_the_two_lines_
     why = removal.refusal("Add Ben (phone +31 20 555 0199, team ops) to contacts.json", EditFile.contract,
                           {"path": "contacts.json", "old": old, "new": new}, [])
     assert why is not None and '"Ana"' in why
+
+
+def test_lines_the_task_put_in_the_file_itself_are_its_own_to_change() -> None:
+    created = _log(
+        ToolCallExecuted(call_id="c1", tool="write_file", status="ok", observation={"path": "new.txt"}),
+        FileChanged(call_id="c1", path="new.txt", before_sha256=None, after_sha256="a" * 64),
+    )
+    make_two = {"path": "new.txt", "old": "one", "new": "two"}
+    assert removal.refusal("Make new.txt say two.", EditFile.contract, make_two, created) is None
+    appended = _log(READ, ToolCallExecuted(call_id="c2", tool="append_file", status="ok",
+                                           observation={"path": "todo.txt", "diff": "@@ -2 +2,2 @@\n+- call Ann\n"}),
+                    FileChanged(call_id="c2", path="todo.txt", before_sha256="b" * 64, after_sha256="c" * 64))
+    fix = {"path": "todo.txt", "old": "- call Ann", "new": "- call Bob"}
+    assert removal.refusal(ADD, EditFile.contract, fix, appended) is None
+    assert removal.refusal(ADD, EditFile.contract, {"path": "todo.txt", "old": "- buy milk", "new": "x"}, appended)

@@ -6,8 +6,9 @@ another run wrote the new line alone over the list. A line a change removes is o
 touches when every word it loses is one the request names, one corrected in its place (a typo fixed),
 or the value of a field the request names (a port, a version). Any other line removed is a loss the
 user did not ask for, and the call is refused with the lines and the tools that add without removing.
-A request that asks to remove, clear or rewrite, or to replace a whole file or list, is taken at its
-word: nothing is refused.
+A request that asks to remove, clear, move or rewrite, or to replace a whole file or list, is taken at
+its word: nothing is refused. Lines the task itself put in the file (a file it created, a line it
+added) are its own to change.
 
 What a call removes is read from its contract (`removes`: the argument whose text goes unless another
 repeats it, or the whole file replaced by one argument) and, for a whole file, from the content the
@@ -31,7 +32,7 @@ from store.events import FileChanged, Recorded, ToolCallExecuted
 _REMOVING = re.compile(
     r"\b(?:remove|removes|delete|deletes|drop|clear|empty|erase|wipe|truncate|strip|purge|prune|"
     r"rewrite|overwrite|reword|rephrase|shorten|simplify|condense|translate|reformat|restructure|"
-    r"reorgani[sz]e|redo)\b"
+    r"reorgani[sz]e|redo|move|moves)\b"
     r"|\breplace\s+(?:the\s+|its\s+|all\s+)?(?:whole\s+|entire\s+|first\s+|last\s+|second\s+|third\s+|top\s+|"
     r"bottom\s+)?(?:contents?|file|list|everything|text|item|line|entry|row|paragraph|sentence|section)\b",
     re.IGNORECASE,
@@ -113,6 +114,25 @@ def known_content(records: Sequence[Recorded], path: str) -> str | None:
     return content
 
 
+def own_lines(records: Sequence[Recorded], path: str) -> set[str] | None:
+    """The lines of the file that the task itself put there, from the diffs its results showed; None
+    when the task created the file, whose every line is then its own to change."""
+    own: set[str] = set()
+    results: dict[str, ToolCallExecuted] = {}
+    for rec in records:
+        e = rec.event
+        if isinstance(e, ToolCallExecuted):
+            results[e.call_id] = e
+        elif isinstance(e, FileChanged) and e.path == path:
+            if e.before_sha256 is None:
+                return None
+            shown = results.get(e.call_id)
+            text = shown.observation.get("diff") if shown is not None else None
+            if isinstance(text, str):
+                own |= {line[1:].strip() for line in text.splitlines() if line.startswith("+") and line[1:].strip()}
+    return own
+
+
 def refusal(
     request: str,
     contract: ToolContract,
@@ -126,8 +146,14 @@ def refusal(
     if contract.removes is None or _REMOVING.search(request):
         return None
     path = arguments.get("path")
-    known = known_content(records, path) if isinstance(path, str) and not contract.removes[0] else None
-    lost = untouched(request, *removed(contract, arguments, known))
+    if not isinstance(path, str):
+        return None
+    own = own_lines(records, path)
+    if own is None:
+        return None
+    known = known_content(records, path) if not contract.removes[0] else None
+    gone, added = removed(contract, arguments, known)
+    lost = untouched(request, [line for line in gone if line not in own], added)
     if not lost:
         return None
     shown = ", ".join(repr(line) for line in lost[:SHOWN])
