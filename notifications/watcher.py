@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 
 import anyio
+import structlog
 from anyio import from_thread, lowlevel, to_thread
 from anyio.abc import TaskStatus
-import structlog
 from watchdog.events import (
     DirDeletedEvent,
     FileAttribEvent,

@@ -8,10 +8,10 @@ from typing import Sequence
 from store import audit, log, loss, migrate, projections
 from store.database import create_engines
 from store.errors import StoreError
-from store.queries import tasks as task_queries
-from store.mark import Mark
-from store.reader import reading
 from store.events import NOTIFICATIONS_STREAM, Event, Recorded
+from store.mark import Mark
+from store.queries import tasks as task_queries
+from store.reader import reading
 from store.state import Approval, TaskState, TaskSummary, fold_all
 from store.writer import AppendRequest, Writer, WriterStats
 

@@ -27,7 +27,6 @@ from store.sql import Statement
 from store.state import Admission, JobBegan, JobEnded, schedule_added
 from store.tables import jobs, notification_targets as targets, notifications, schedules
 
-
 SYSTEM_EVENTS = (NotificationEnqueued, ScheduleAdded, ScheduleRemoved, ScheduleFired)
 
 _notification_exists = Statement(

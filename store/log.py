@@ -7,8 +7,9 @@ from typing import Iterator, NamedTuple, Sequence
 from sqlalchemy import Connection, select
 
 from store.events import Recorded, decode
+
 # Where the log stands, kept apart so that a command that only asks it need not load the event classes.
-from store.positions import count, last_seq, stream_version  # noqa: F401
+from store.positions import count, last_seq, stream_version  # noqa: F401  (re-exported for the log's readers)
 from store.sql import RowInsert, Statement
 from store.tables import events
 

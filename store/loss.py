@@ -19,8 +19,7 @@ from sqlalchemy import Connection
 
 from store import audit, positions
 from store.errors import StoreError
-from store.mark import SUFFIX as MARK_SUFFIX
-from store.mark import Mark
+from store.mark import SUFFIX as MARK_SUFFIX, Mark
 
 SUFFIX = "-losses"
 

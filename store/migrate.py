@@ -63,7 +63,9 @@ def current_revision(connection: Connection) -> str | None:
         return None
     rows = connection.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalars().all()
     if len(rows) > 1:
-        raise StoreError(f"the database records {len(rows)} schema revisions at once ({rows}); it was not made by agentd")
+        raise StoreError(
+            f"the database records {len(rows)} schema revisions at once ({rows}); it was not made by agentd"
+        )
     return rows[0] if rows else None
 
 

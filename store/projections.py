@@ -8,8 +8,8 @@ from sqlalchemy import Connection, bindparam, func, select
 
 from store import calls, rules
 from store.calls import ToolCall
-from store.harness_projection import HARNESS_CHANGES, SYSTEM_EVENTS, HarnessStage
 from store.events import Recorded
+from store.harness_projection import HARNESS_CHANGES, SYSTEM_EVENTS, HarnessStage
 from store.sql import RowInsert, Statement
 from store.state import (
     Action,
@@ -283,7 +283,8 @@ def _apply_change(conn: Connection, rec: Recorded, change: Change) -> None:
             latest = _latest_artifact.scalar(conn, {"task": rec.stream_id, "path": path, "before": change.seq})
             if latest is not None:
                 _record_test.execute(
-                    conn, {"b_task": rec.stream_id, "b_seq": latest, "test_status": change.status, "test_seq": change.seq}
+                    conn,
+                    {"b_task": rec.stream_id, "b_seq": latest, "test_status": change.status, "test_seq": change.seq},
                 )
 
 

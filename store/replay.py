@@ -17,6 +17,7 @@ from store.events import Recorded
 from store.state import Fold, fold_all
 from store.tables import PROJECTION_TABLES
 
+
 @dataclass(frozen=True)
 class Rebuild:
     events: int
@@ -94,7 +95,7 @@ def _compare_table(table: Table, live: Connection, rebuilt: Connection) -> str |
         if _key(key, a) != _key(key, b):
             first = min(_key(key, a), _key(key, b))
             return f"table {table.name}: row {first} is in only one of the live and rebuilt projections"
-        for name, x, y in zip(names, a, b):
+        for name, x, y in zip(names, a, b, strict=True):
             if x != y:
                 return f"table {table.name}, row {_key(key, a)}, column {name}: live {x!r}, rebuilt {y!r}"
 

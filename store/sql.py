@@ -70,7 +70,7 @@ class Statement:
                 reorder = self._reorder[key] = itemgetter(*index) if len(index) > 1 else lambda r: (r[index[0]],)
             _cursor(conn).executemany(text, list(map(reorder, rows)))
         else:
-            _cursor(conn).executemany(text, [dict(zip(columns, r)) for r in rows])
+            _cursor(conn).executemany(text, [dict(zip(columns, r, strict=True)) for r in rows])
 
     def scalar(self, conn: Connection, values: dict[str, Any] | None = None) -> Any:
         row = self.execute(conn, values).fetchone()

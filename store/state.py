@@ -11,36 +11,35 @@ from typing import Iterable, NamedTuple, Union
 
 from store import calls, rules
 from store.calls import ToolCall
-from store.summary import TaskSummary
 from store.events import (
     AnswerGiven,
-    CompactionFailed,
-    ContextCompacted,
-    ContextTrimmed,
-    RunInterrupted,
-    JobFinished,
-    JobStarted,
-    NotificationEnqueued,
-    NotificationsAdmitted,
-    EvidenceRetrieved,
     ApprovalDenied,
     ApprovalGranted,
     ApprovalRequested,
     ArtifactDeleted,
     ArtifactRead,
     ArtifactWritten,
+    CompactionFailed,
+    ContextCompacted,
+    ContextTrimmed,
+    EvidenceRetrieved,
     FileChanged,
     FileRestored,
+    JobFinished,
+    JobStarted,
     ModelCalled,
     NoteTaken,
+    NotificationEnqueued,
+    NotificationsAdmitted,
     ProposalAccepted,
     ProposalRejected,
     Recorded,
+    RestoreFinished,
+    RestoreStarted,
+    RunInterrupted,
     ScheduleAdded,
     ScheduleFired,
     ScheduleRemoved,
-    RestoreFinished,
-    RestoreStarted,
     SkillActivated,
     SkillActivationFailed,
     SkillCatalogPinned,
@@ -55,6 +54,7 @@ from store.events import (
     UserSaid,
     WorkspaceSurveyed,
 )
+from store.summary import TaskSummary
 
 TASK_EVENTS = (
     AnswerGiven,

@@ -9,7 +9,6 @@ from sqlalchemy import Connection, func, select
 from store.tables import approvals, events
 
 
-
 @dataclass(frozen=True)
 class Decided:
     approval_id: str

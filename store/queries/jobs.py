@@ -9,7 +9,6 @@ from sqlalchemy import Connection, select
 from store.tables import jobs
 
 
-
 class UnfinishedJob(NamedTuple):
     job_id: str
     task_id: str

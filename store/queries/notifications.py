@@ -11,7 +11,6 @@ from sqlalchemy import Connection, func, select
 from store.tables import notification_targets as targets, notifications, tasks
 
 
-
 @dataclass(frozen=True)
 class Pending:
     notification_id: str

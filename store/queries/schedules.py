@@ -10,7 +10,6 @@ from store.state import Schedule
 from store.tables import events, schedules, tasks
 
 
-
 class Added(NamedTuple):
     """A schedule's row, as the fold of the log holds it, and when the event that added it was recorded."""
 

@@ -10,7 +10,6 @@ from store.summary import TaskSummary
 from store.tables import tasks
 
 
-
 class Standing(NamedTuple):
     """A task's phase and its stream's version, read together."""
 
