@@ -69,7 +69,9 @@ class Plan:
         return self.calls[-1]
 
 
-def plan(entries: Sequence[Block], seqs: dict[str, int], compacted: set[str], through: str | None = None) -> Plan | None:
+def plan(
+    entries: Sequence[Block], seqs: dict[str, int], compacted: set[str], through: str | None = None
+) -> Plan | None:
     """The steps not yet summarized, all but the latest KEEP_STEPS (or only those up to `through`, when
     all of them would not fit the summarizer's window); None when there are none to replace."""
     fresh = [c for c in step_calls(entries) if c not in compacted]

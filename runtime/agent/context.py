@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from runtime.agent import compaction, excerpt, goal as goal_text
-from runtime.agent.goal import message_turn
 from runtime.agent.blocks import Block, join, neutralize, step_calls
-from runtime.inference.model import Message
+from runtime.agent.goal import message_turn
 from runtime.errors import ContextOverflow
+from runtime.inference.model import Message
 from store.events import (
     AnswerGiven,
     ArtifactWritten,
@@ -470,7 +470,9 @@ def observation_text(e: ToolCallExecuted, request: str = "") -> str:
             texts.append((key, value))
         elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             lines.append(f"{key}:")
-            lines += ["- " + ", ".join(f"{k}: {_scalar(v)}" for k, v in item.items() if v is not None) for item in value]
+            lines += [
+                "- " + ", ".join(f"{k}: {_scalar(v)}" for k, v in item.items() if v is not None) for item in value
+            ]
         else:
             lines.append(f"{key}: {_scalar(value)}")
     for key, value in texts:
@@ -611,7 +613,8 @@ def prefix_break(previous: ContextManifest | None, current: ContextManifest) -> 
     items = list(previous.items)
     while items and items[-1].block in TAIL_LABELS:
         items.pop()
-    for old, new in zip(items, current.items):
+    # A request shorter or longer than the previous one is the case below the loop.
+    for old, new in zip(items, current.items, strict=False):
         if (old.block, old.sha256) != (new.block, new.sha256):
             return f"{old.block}: {_why_gone(old.block, new.block, current)}"
     if len(current.items) < len(items):

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from runtime.canonical import canonical_json
 from runtime.agent import proposal
 from runtime.agent.view import TaskView
+from runtime.canonical import canonical_json
 from runtime.skills import activation
 from runtime.tools import ToolContract
 from runtime.tools.executor import ToolOutcome

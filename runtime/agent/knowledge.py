@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset("a an and are as at be by for from how i in is it my not of on or the this to was what why with you your".split())
+_STOP = frozenset(
+    "a an and are as at be by for from how i in is it my not of on or the this to was what why with you your".split()
+)
 
 
 @dataclass(frozen=True)

@@ -29,30 +29,51 @@ from typing import Mapping, Protocol, Sequence
 import anyio
 
 from notifications import queue
-from runtime.skills import activation
-from runtime.agent import claims, compaction, context, decide, goal, knowledge, notes, proposal, relevance, removal
-from runtime.agent import policy as policy_
-from runtime.agent.decide import arguments_hash  # noqa: F401  the page checks approvals with it
-from runtime.agent.view import TaskView
 from runtime import logs
-from runtime.agent import progress as progress_
-from runtime.artifacts import ArtifactStore, ref_for
+from runtime.agent import (
+    claims,
+    compaction,
+    context,
+    decide,
+    goal,
+    knowledge,
+    notes,
+    policy as policy_,
+    progress as progress_,
+    proposal,
+    relevance,
+    removal,
+)
 from runtime.agent.blocks import Block
-from runtime.inference.model import Model
+from runtime.agent.decide import arguments_hash  # noqa: F401  the page checks approvals with it
 from runtime.agent.profiles import Profile, catalog_block, catalog_counter, output_contract, prefix_blocks
 from runtime.agent.progress import Progress
-from runtime.tools import ToolContext, ToolContract, ToolOutcome, ToolRefused, ToolRegistry, edits, execute
-from runtime.tools import preview, recording, snapshot
+from runtime.agent.view import TaskView
+from runtime.artifacts import ArtifactStore, ref_for
+from runtime.errors import ContextOverflow, InferenceError
+from runtime.inference.model import Model
+from runtime.skills import activation
+from runtime.tools import (
+    ToolContext,
+    ToolContract,
+    ToolOutcome,
+    ToolRefused,
+    ToolRegistry,
+    edits,
+    execute,
+    preview,
+    recording,
+    snapshot,
+)
 from runtime.tools.schema import inline_schema
 from runtime.tools.workspace import survey
 from store import EventStore
 from store.errors import AgentdError, ConcurrencyConflict
-from runtime.errors import ContextOverflow, InferenceError
 from store.events import (
-    CompactionFailed,
-    ContextCompacted,
     AnswerGiven,
     ApprovalRequested,
+    CompactionFailed,
+    ContextCompacted,
     ContextTrimmed,
     EvidenceItem,
     EvidenceRetrieved,

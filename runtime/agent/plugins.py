@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Iterable
 
 from runtime.agent.profiles import WORKSPACE, Profile
-from runtime.tools import ToolRegistry, builtin_tools
 from runtime.errors import ConfigError
+from runtime.tools import ToolRegistry, builtin_tools
 
 
 @dataclass

@@ -14,11 +14,12 @@ from typing import Callable
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from runtime import policy_name
+from runtime.agent.blocks import Block
 from runtime.canonical import canonical_json
 from runtime.errors import ConfigError
-from runtime.agent.blocks import Block
 from runtime.skills import catalog
 from store.events import SkillCatalogPinned
+
 
 def output_contract(escalation: bool) -> str:
     return (
@@ -27,7 +28,11 @@ def output_contract(escalation: bool) -> str:
         'from <tools>>", "arguments": {...}}\n'
         '{"thought": "...", "action": "final_answer", "answer": "<the answer>", "sources": ["<the id of each <data> '
         'block you used>"]}\n'
-        + ('{"thought": "...", "action": "escalate", "reason": "<why a person must take over>"}\n' if escalation else "")
+        + (
+            '{"thought": "...", "action": "escalate", "reason": "<why a person must take over>"}\n'
+            if escalation
+            else ""
+        )
         + "Answer as soon as the results above let you. Never invent an argument: if you lack one, ask for it "
         "in the final answer."
         + ("" if escalation else " If the request cannot be done, say why in the final answer.")
@@ -105,7 +110,9 @@ def prefix_blocks(profile: Profile, tool_definitions: list[dict], skills: list[B
     ]
     if profile.tool_guidance:
         blocks.append(
-            Block("tool_guidance", "instruction", f"profile:{profile.name}", "trusted", _bullets(profile.tool_guidance), v)
+            Block(
+                "tool_guidance", "instruction", f"profile:{profile.name}", "trusted", _bullets(profile.tool_guidance), v
+            )
         )
     if profile.examples:
         blocks.append(
@@ -115,7 +122,9 @@ def prefix_blocks(profile: Profile, tool_definitions: list[dict], skills: list[B
     for definition in sorted(tool_definitions, key=lambda d: d["name"]):
         text = canonical_json(_for_prompt(definition))
         version = hashlib.sha256(text.encode()).hexdigest()[:12]
-        blocks.append(Block(f"tool:{definition['name']}", "tool", f"tool:{definition['name']}", "trusted", text, version))
+        blocks.append(
+            Block(f"tool:{definition['name']}", "tool", f"tool:{definition['name']}", "trusted", text, version)
+        )
     blocks.extend(skills)
     return blocks
 

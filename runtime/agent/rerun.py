@@ -3,8 +3,9 @@
 Each recorded model call is rebuilt from the events before it, with today's code, profile, tools and
 evidence: the rebuilt manifest is compared block by block with the recorded one, the recorded output
 is fed to today's validation instead of calling the model, the verdict is compared with what was
-recorded, and for an accepted proposal so is what today's `decide.act` makes of it. Tools are not run again; their recorded results are part of the history the next step
-is built from. The first step where anything differs is reported.
+recorded, and for an accepted proposal so is what today's `decide.act` makes of it. Tools are not run
+again; their recorded results are part of the history the next step is built from. The first step where
+anything differs is reported.
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
-from runtime.agent import compaction, decide, loop as agent, notes, proposal
-from runtime.agent import policy as policy_
+from runtime.agent import compaction, decide, loop as agent, notes, policy as policy_, proposal
 from runtime.agent.goal import message_turn
 from runtime.agent.loop import Runtime, Trusted
 from runtime.agent.view import TaskView
@@ -238,7 +238,8 @@ def _recorded_evidence(records: list[Recorded], step: int):
 
 
 def _manifest_difference(recorded: ContextManifest, rebuilt: ContextManifest) -> str | None:
-    for a, b in zip(recorded.items, rebuilt.items):
+    # Manifests of different lengths are told apart after the blocks they share.
+    for a, b in zip(recorded.items, rebuilt.items, strict=False):
         if (a.block, a.sha256) != (b.block, b.sha256):
             return f"the manifest differs at block {a.block!r} (rebuilt: {b.block!r})"
     if len(recorded.items) != len(rebuilt.items):

@@ -174,7 +174,8 @@ class TaskView:
 
     @property
     def facts(self) -> dict[str, Any]:
-        """Trusted facts tools may check arguments against: the artifacts this task produced, the skills it activated."""
+        """Trusted facts tools may check arguments against: the artifacts this task produced, the skills it
+        activated."""
         return {
             FACT_ARTIFACT_REFS: tuple(self.artifact_refs),
             FACT_ACTIVE_SKILLS: {name: e.folder for name, e in self.active.items()},
