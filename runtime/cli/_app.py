@@ -168,7 +168,9 @@ def _options(*options):
 
 # serve and start take the same settings as flags: start passes them on to the serve it detaches.
 daemon_options = _options(
-    click.option("--model", help="A known model's name (agentd model list) or a GGUF file (default: qwen2.5-coder-0.5b)."),
+    click.option(
+        "--model", help="A known model's name (agentd model list) or a GGUF file (default: qwen2.5-coder-0.5b)."
+    ),
     click.option("--workspace", type=click.Path(path_type=Path, file_okay=False), help="Default folder for tasks."),
     click.option("--host", help="Address of the web page (default 127.0.0.1)."),
     click.option("--port", type=int, help="Port of the web page (default 8765)."),

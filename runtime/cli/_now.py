@@ -6,8 +6,7 @@ from pathlib import Path
 from typing import Sequence
 
 from runtime.cli._daemon import deciding, served, unserved
-from store.events import ModelCalled, TaskPhase
-from store.events import Recorded
+from store.events import ModelCalled, Recorded, TaskPhase
 from store.state import TaskState
 
 # Phases in which the task waits for a runner to take its next decision, not for a person.

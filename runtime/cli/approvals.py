@@ -6,8 +6,8 @@ import getpass
 
 import click
 
-from runtime.harness import approvals as deciding
 from runtime.cli._app import App, json_option, pass_app
+from runtime.harness import approvals as deciding
 from runtime.output import echo_json, table
 from store.events import ApprovalRequested, ToolCallProposed
 

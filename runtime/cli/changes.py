@@ -18,8 +18,7 @@ def diff(app: App, task_id: str, only: str | None, as_json: bool) -> None:
     """The unified diff of every change the task made to its workspace, file by file, in the order made."""
     from runtime.artifacts import REF_PREFIX, ArtifactStore
     from runtime.errors import InvalidCommand, NotFound
-    from runtime.tools import changes
-    from runtime.tools import diff as diff_
+    from runtime.tools import changes, diff as diff_
     from store.events import FileChanged, FileRestored
 
     records = app.store().read_stream(task_id)
@@ -112,8 +111,7 @@ def changes_section(records, artifacts_dir) -> str:
     """`task show`'s list of the files the task changed: each with its lines added and removed from before
     the task's first change to after its last, and whether that is undone."""
     from runtime.artifacts import REF_PREFIX, ArtifactStore
-    from runtime.tools import changes
-    from runtime.tools import diff as diff_
+    from runtime.tools import changes, diff as diff_
 
     folded = changes.fold(records)
     if not folded.files:

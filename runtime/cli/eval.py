@@ -51,10 +51,9 @@ def tasks(
     # Imported here: `agentd --help` should not pay for the agent loop and llama.cpp.
     from tqdm import tqdm
 
-    from runtime.eval import case as cases_
-    from runtime.eval import report
-    from runtime.eval.run import preflight, run_case
     from runtime.daemon.wiring import open_model
+    from runtime.eval import case as cases_, report
+    from runtime.eval.run import preflight, run_case
 
     cases = cases_.load(list(files))
     if only:

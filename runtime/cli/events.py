@@ -13,8 +13,7 @@ import click
 
 from runtime.cli._app import App, pass_app
 from runtime.output import table
-from store import archive, log
-from store import key as signing
+from store import archive, key as signing, log
 from store.errors import AgentdError
 from store.events import event_types
 from store.log import RawEvent

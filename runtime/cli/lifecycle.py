@@ -15,9 +15,9 @@ import click
 from runtime.cli._app import App, daemon_options, json_option, pass_app
 from runtime.cli._daemon import health as daemon_health
 from runtime.daemon.lock import holder, holder_pid
+from runtime.errors import InstanceLocked, NotFound
 from runtime.output import echo_json, fields_table
 from store.errors import AgentdError
-from runtime.errors import InstanceLocked, NotFound
 
 START_TIMEOUT_S = 90
 

@@ -13,10 +13,10 @@ import click
 from runtime.atomic import replace_file
 from runtime.cli._app import App, json_option, pass_app
 from runtime.config import CONFIG_ENV, DEFAULT_CONFIG_FILE
+from runtime.errors import InvalidCommand
 from runtime.inference.model_file import installed, resolve_model
 from runtime.inference.registry import DEFAULT_MODEL, KNOWN_MODELS
 from runtime.output import echo_json, table
-from runtime.errors import InvalidCommand
 
 
 @click.group()
@@ -160,4 +160,6 @@ def _replace_atomically(config_file: Path, text: str) -> None:
     try:
         replace_file(config_file, text.encode("utf-8"))
     except OSError as e:
-        raise InvalidCommand(f"config file {config_file} cannot be written: {e.strerror}; nothing was written") from None
+        raise InvalidCommand(
+            f"config file {config_file} cannot be written: {e.strerror}; nothing was written"
+        ) from None

@@ -6,8 +6,8 @@ import click
 
 from notifications import queue
 from runtime.cli._app import App, json_option, pass_app
-from runtime.output import echo_json, table
 from runtime.errors import InvalidCommand, NotFound
+from runtime.output import echo_json, table
 
 
 @click.group()

@@ -7,11 +7,10 @@ import tempfile
 import click
 
 from runtime.cli._app import App, json_option, pass_app
+from runtime.errors import RecordingMismatch
 from runtime.output import echo_json, table
 from store import audit, replay as replaying
 from store.mark import committed
-from runtime.errors import RecordingMismatch
-
 
 
 @click.command()

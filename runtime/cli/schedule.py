@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 
 from runtime.cli._app import App, json_option, pass_app, task_options
-from runtime.output import echo_json, table
-from runtime.harness.schedules import Schedule, add_schedule, load_schedule, load_schedules, remove_schedule
 from runtime.errors import InvalidCommand
+from runtime.harness.schedules import Schedule, add_schedule, load_schedule, load_schedules, remove_schedule
+from runtime.output import echo_json, table
 from store.events import SCHEDULES_STREAM
 
 

@@ -11,13 +11,12 @@ from typing import Any, Iterable
 
 import click
 
-from runtime.skills import catalog, review as skill_review
-from runtime.skills import skill as skill_file
 from runtime.cli._app import App, json_option, pass_app
+from runtime.errors import InvalidCommand, NotFound
 from runtime.output import echo_json, fields_table, table
+from runtime.skills import catalog, review as skill_review, skill as skill_file
 from runtime.skills.skill import SKILL_FILE, Diagnostic, Skill
 from store.errors import AgentdError
-from runtime.errors import InvalidCommand, NotFound
 
 
 class MissingPath(NotFound):

@@ -75,7 +75,8 @@ def _context_pairs(ctx: click.Context, param: click.Parameter, pairs: tuple[str,
 )
 @click.option(
     "--conversation", is_flag=True,
-    help="After each answer, wait for the user (agentd task say ID TEXT) instead of ending; agentd task close ID ends it.",
+    help="After each answer, wait for the user (agentd task say ID TEXT) instead of ending; "
+    "agentd task close ID ends it.",
 )
 @click.option(
     "--confirm-changes", is_flag=True,
@@ -439,7 +440,12 @@ def show_manifest(app: App, calls: list[ModelCalled], n: int, prompt: bool, as_j
     )
     if manifest.left_out:
         click.echo("\nleft out:")
-        click.echo(table([(o.source, o.kind, o.tokens, o.reason) for o in manifest.left_out], ["SOURCE", "KIND", "TOKENS", "WHY"]))
+        click.echo(
+            table(
+                [(o.source, o.kind, o.tokens, o.reason) for o in manifest.left_out],
+                ["SOURCE", "KIND", "TOKENS", "WHY"],
+            )
+        )
 
 
 @task.command()

@@ -19,9 +19,9 @@ import anyio
 from anyio import to_thread
 
 from runtime import disk, logs
-from runtime.harness import delegation
 from runtime.agent.loop import Runtime, run_until_stopped
 from runtime.agent.progress import Board
+from runtime.harness import delegation
 from store.errors import AgentdError, ConcurrencyConflict
 from store.events import RunInterrupted, TaskPhase
 

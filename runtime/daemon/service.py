@@ -13,16 +13,16 @@ from typing import Callable, Iterator
 import anyio
 import uvicorn
 
-from runtime.web import access
+from notifications.watcher import WorkspaceWatcher
 from runtime import logs
 from runtime.agent.loop import Runtime
-from runtime.config import Settings
 from runtime.agent.progress import Board, Progress, Tally, line
-from runtime.harness.schedules import ScheduleRunner
+from runtime.config import Settings
 from runtime.daemon.dispatch import Scheduler
 from runtime.daemon.stop import StopRequest
+from runtime.harness.schedules import ScheduleRunner
 from runtime.skills.watcher import CatalogWatcher
-from notifications.watcher import WorkspaceWatcher
+from runtime.web import access
 from runtime.web.app import create_app
 
 log = logs.get_logger("agentd.daemon")

@@ -9,11 +9,11 @@ from runtime.agent import plugins
 from runtime.agent.loop import Runtime
 from runtime.artifacts import ArtifactStore
 from runtime.config import Settings
+from runtime.harness.delegation import register_delegation
+from runtime.harness.jobs import JobRunner, register_jobs
 from runtime.inference.http import HttpModel
 from runtime.inference.local import LocalModel
 from runtime.inference.model import Model
-from runtime.harness.delegation import register_delegation
-from runtime.harness.jobs import JobRunner, register_jobs
 from runtime.inference.model_file import resolve_model
 from runtime.skills.tools import register_skill_tools
 from runtime.tools.snapshot import Limit

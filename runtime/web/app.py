@@ -18,14 +18,14 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from runtime.web import access, hosts, live, views as page_views
-from runtime.harness import approvals as deciding, tasks as task_commands, undo
 from runtime.agent.progress import Board
 from runtime.artifacts import ArtifactStore
+from runtime.errors import AgentdError, InvalidCommand, NotFound
+from runtime.harness import approvals as deciding, tasks as task_commands, undo
 from runtime.tools import ToolRegistry
 from runtime.tools.changes import Kind
+from runtime.web import access, hosts, live, views as page_views
 from store import EventStore
-from runtime.errors import AgentdError, InvalidCommand, NotFound
 from store.events import event_types
 
 HERE = Path(__file__).parent

@@ -11,8 +11,8 @@ import anyio
 from anyio import to_thread
 from starlette.datastructures import State
 
-from runtime.web.views import progress_json
 from runtime.agent.progress import Board
+from runtime.web.views import progress_json
 from store import EventStore
 
 POLL_S = 0.25

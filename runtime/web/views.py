@@ -9,12 +9,12 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from runtime.artifacts import ArtifactStore
-from runtime.errors import InvalidCommand
-from runtime.harness import tasks, timeline, undo
 from runtime.agent.accounting import Accounting, account
 from runtime.agent.loop import arguments_hash
 from runtime.agent.progress import Board, Progress, line
+from runtime.artifacts import ArtifactStore
+from runtime.errors import InvalidCommand
+from runtime.harness import tasks, timeline, undo
 from runtime.tools import ToolRegistry
 from runtime.tools.changes import Kind
 from runtime.web import changes
