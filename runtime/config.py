@@ -44,7 +44,8 @@ class Settings(BaseModel):
     )
     busy_timeout_ms: int = Field(5000, ge=0, description="how long a write waits for another process's lock")
     model: str | None = Field(
-        None, description="a known model's name (`agentd model list`) or a GGUF file's path; default: qwen2.5-coder-0.5b"
+        None,
+        description="a known model's name (`agentd model list`) or a GGUF file's path; default: qwen2.5-coder-0.5b",
     )
     models_dir: Path = Field(DEFAULT_MODELS_DIR, description="where known models are joined from their wheels")
     workspace: Path = Field(Path("."), description="folder a task may read and write unless it names its own")

@@ -37,9 +37,9 @@ def table(rows: Iterable[Sequence[Any]], headers: Sequence[str], *, width: int |
     width = width or shutil.get_terminal_size((120, 24)).columns
     used = sum(widths[:-1]) + 2 * (len(widths) - 1)
     widths[-1] = max(len(headers[-1]), min(widths[-1], width - used))
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     for r in cells:
-        lines.append("  ".join(_fit(v, w) for v, w in zip(r, widths)).rstrip())
+        lines.append("  ".join(_fit(v, w) for v, w in zip(r, widths, strict=True)).rstrip())
     return "\n".join(lines)
 
 

@@ -57,7 +57,9 @@ def preflight(case: Case) -> None:
     where = f"{case.source}: case {case.name!r}"
     profile = loaded.profiles.get(case.task_profile)
     if profile is None:
-        raise CaseFileError(f"{where}: profile: no profile {case.task_profile!r}; loaded: {', '.join(sorted(loaded.profiles))}")
+        raise CaseFileError(
+            f"{where}: profile: no profile {case.task_profile!r}; loaded: {', '.join(sorted(loaded.profiles))}"
+        )
     for field, names in (
         ("required_tools", case.required_tool_names),
         ("forbidden_tools", case.forbidden_tools),

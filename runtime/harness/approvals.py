@@ -10,8 +10,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from notifications import queue
-from store import EventStore
 from runtime.errors import InvalidCommand, NotFound
+from store import EventStore
 from store.errors import StoreError
 from store.events import ApprovalDenied, ApprovalGranted, Event
 from store.state import Approval

@@ -98,7 +98,8 @@ class Delegate(Tool[DelegateArgs, DelegateResult]):
             if name not in usable or self._rt.tools.get(name).contract.needs_approval:
                 raise ToolRefused(
                     "tool_not_allowed",
-                    f"the sub-task cannot have {name!r}; it can have: {', '.join(sorted(self._plain(usable))) or 'none'}",
+                    f"the sub-task cannot have {name!r}; "
+                    f"it can have: {', '.join(sorted(self._plain(usable))) or 'none'}",
                 )
         shown = {b.label for b in view.transcript.entries if b.trust == "untrusted"}
         unknown = [s for s in args.scope if s not in shown]

@@ -16,10 +16,10 @@ from apscheduler.triggers.cron import CronTrigger
 from sqlalchemy import Connection
 
 from runtime import logs
+from runtime.errors import InvalidCommand, NotFound
 from runtime.harness.tasks import submit_task
 from store import NO_STREAM, EventStore
 from store.errors import AgentdError, ConcurrencyConflict
-from runtime.errors import InvalidCommand, NotFound
 from store.events import SCHEDULES_STREAM, ScheduleAdded, ScheduleFired, ScheduleRemoved
 from store.ids import new_task_id
 from store.log import stream_version

@@ -31,6 +31,7 @@ from runtime.inference.model import (
 )
 from runtime.inference.template import ChatTemplate, template_of_file
 
+
 class EndpointError(InferenceError):
     """An HTTP model endpoint failed; `status` is its HTTP status code when it answered at all."""
 

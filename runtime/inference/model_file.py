@@ -12,8 +12,8 @@ from pathlib import Path
 
 from runtime.atomic import fsync_dir
 from runtime.config import DEFAULT_MODELS_DIR
-from runtime.inference.registry import DEFAULT_MODEL, KNOWN_MODELS, SMOKE_MODEL, KnownModel
 from runtime.errors import ModelFileError
+from runtime.inference.registry import DEFAULT_MODEL, KNOWN_MODELS, SMOKE_MODEL, KnownModel
 
 GGUF_MAGIC = b"GGUF"
 CHUNK = 8 * 2**20
@@ -134,7 +134,9 @@ def assemble(model: KnownModel, models_dir: Path | None = None) -> Path:
             os.fsync(out.fileno())
         actual = digest.hexdigest()
         if actual != model.sha256:
-            raise _wrong_hash(model, f"joined from its wheels ({temp.stat().st_size:,} bytes)", actual, "; nothing was kept")
+            raise _wrong_hash(
+                model, f"joined from its wheels ({temp.stat().st_size:,} bytes)", actual, "; nothing was kept"
+            )
         # Rename only a complete, verified file into place: a crash leaves a temp file, never a bad model.
         os.replace(temp, target)
     except OSError as e:
@@ -160,7 +162,7 @@ def _locate_parts(model: KnownModel) -> tuple[list[Path], tuple[str, ...]]:
     """The part files, in joining order, through each wheel's file list; never by importing the package."""
     found: list[Path] = []
     missing: list[str] = []
-    for part, requirement in zip(model.parts, model.requirements):
+    for part, requirement in zip(model.parts, model.requirements, strict=True):
         try:
             dist = metadata.distribution(part.distribution)
         except metadata.PackageNotFoundError:
@@ -202,7 +204,8 @@ def _stamp_of(path: Path, sha256: str) -> dict:
 
 
 def _verify(model: KnownModel, path: Path, models_dir: Path) -> None:
-    """Refuse a known model's file whose bytes are not its publisher's; the stamp spares the hash when nothing changed."""
+    """Refuse a known model's file whose bytes are not its publisher's; the stamp spares the hash when nothing
+    changed."""
     try:
         stamp = json.loads(_stamp_path(model, models_dir).read_text())
     except (OSError, ValueError):

@@ -5,9 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # The names live in a leaf module so that the settings can check one; what each name is lives here.
-from runtime.model_name import DEFAULT as DEFAULT_MODEL
-from runtime.model_name import QUALITY as QUALITY_MODEL
-from runtime.model_name import SMOKE as SMOKE_MODEL
+from runtime.model_name import DEFAULT as DEFAULT_MODEL, QUALITY as QUALITY_MODEL, SMOKE as SMOKE_MODEL
 
 
 @dataclass(frozen=True)
@@ -53,7 +51,9 @@ KNOWN_MODELS: dict[str, KnownModel] = {
     for m in (
         KnownModel(
             name=DEFAULT_MODEL,
-            description="Qwen2.5-Coder-0.5B-Instruct Q4_K_M, the default: small enough for 2 cores, able for agent tasks",
+            description=(
+                "Qwen2.5-Coder-0.5B-Instruct Q4_K_M, the default: small enough for 2 cores, able for agent tasks"
+            ),
             licence="Apache-2.0",
             size=491_400_064,
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
@@ -63,7 +63,9 @@ KNOWN_MODELS: dict[str, KnownModel] = {
         ),
         KnownModel(
             name=QUALITY_MODEL,
-            description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M, the quality model: better judgement at about half the speed",
+            description=(
+                "Qwen2.5-Coder-1.5B-Instruct Q4_K_M, the quality model: better judgement at about half the speed"
+            ),
             licence="Apache-2.0",
             size=1_117_320_768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
@@ -73,7 +75,9 @@ KNOWN_MODELS: dict[str, KnownModel] = {
         ),
         KnownModel(
             name=SMOKE_MODEL,
-            description="SmolLM2-135M-Instruct Q4_1, the smoke model: fast, for tests that do not need the model's judgement",
+            description=(
+                "SmolLM2-135M-Instruct Q4_1, the smoke model: fast, for tests that do not need the model's judgement"
+            ),
             licence="Apache-2.0",
             size=98_362_432,
             sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",

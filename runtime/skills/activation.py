@@ -47,7 +47,9 @@ def catalog_left_out(pinned: SkillCatalogPinned | None) -> list[LeftOut]:
     if pinned is None:
         return []
     shortened = [
-        LeftOut(source=f"skill:{e.name}", kind="skill", tokens=0, reason="description shortened to fit the skill budget")
+        LeftOut(
+            source=f"skill:{e.name}", kind="skill", tokens=0, reason="description shortened to fit the skill budget"
+        )
         for e in pinned.entries
         if e.shortened
     ]

@@ -68,7 +68,9 @@ def resolve_inside(path: Path, folder: Path) -> Path:
     real = Path(os.path.realpath(path))
     shown = os.readlink(path) if os.path.islink(path) else str(real)
     if not real.is_relative_to(os.path.realpath(folder)):
-        raise UnreadableFile(f"it is a symlink to {shown}, outside the skill's folder; agentd reads only files inside it")
+        raise UnreadableFile(
+            f"it is a symlink to {shown}, outside the skill's folder; agentd reads only files inside it"
+        )
     if not os.path.lexists(real):
         raise UnreadableFile(f"it is a symlink to {shown}, which does not exist")
     return real

@@ -127,7 +127,9 @@ def review(folder: Path, allowed_tools: Iterable[str] = ()) -> Review:
         if _is_script(rel, executable, data):
             scripts.append(Script(rel, len(data), hashlib.sha256(data).hexdigest(), executable))
             if _is_binary(data):
-                findings.append(Finding(rel, None, "high", "binary", "executable binary: it cannot be reviewed as text"))
+                findings.append(
+                    Finding(rel, None, "high", "binary", "executable binary: it cannot be reviewed as text")
+                )
                 continue
             text = _text(data)
             findings += _scan_code(rel, enumerate(text.split("\n"), start=1))
@@ -304,7 +306,10 @@ NETWORK = _patterns(
     (r"\b(?:httpx|aiohttp)\b", "an HTTP client"),
     (r"\bsocket\b", "socket"),
     (r"\bfetch\(", "fetch()"),
-    (r"\b(?:XMLHttpRequest|axios|Net::HTTP|LWP::|Net\.WebClient|Invoke-WebRequest|Invoke-RestMethod)", "an HTTP client"),
+    (
+        r"\b(?:XMLHttpRequest|axios|Net::HTTP|LWP::|Net\.WebClient|Invoke-WebRequest|Invoke-RestMethod)",
+        "an HTTP client",
+    ),
     flags=re.IGNORECASE,
 )
 
@@ -335,7 +340,11 @@ def _scan_code(rel: Path, lines: Iterable[tuple[int, str]]) -> list[Finding]:
         if _DECODE.search(line) and decoded_at is None:
             decoded_at = number
         runs_strings = runs_strings or bool(_RUNNER.search(line))
-    if decoded_at is not None and runs_strings and not any(f.kind == "decode" and f.severity == "high" for f in findings):
+    if (
+        decoded_at is not None
+        and runs_strings
+        and not any(f.kind == "decode" and f.severity == "high" for f in findings)
+    ):
         reason = "decodes hidden data and runs strings as code in the same file: read what it decodes"
         findings.append(Finding(rel, decoded_at, "high", "decode", reason))
     return findings
@@ -436,7 +445,8 @@ INSTRUCTIONS = _patterns(
     # Reworded: "forget all earlier guidance", "Disregard everything above".
     (_phrase("(?:disregard|ignore|forget|override|drop) (?:all |any )?(?:of )?(?:the |your )?"
              "(?:earlier|previous|prior|above|original|initial|existing|standing|safety) "
-             "(?:guidance|guidelines|instructions|rules|directions|directives|prompts?|constraints|policies)"), _IGNORE),
+             "(?:guidance|guidelines|instructions|rules|directions|directives|prompts?|constraints|policies)"),
+     _IGNORE),
     (_phrase("(?:disregard|ignore|forget|override) (?:all |any )?(?:of )?(?:everything|anything|all|what) "
              "(?:(?:you (?:were|have been|'ve been) told )|(?:that came |was said |is written )?)"
              "(?:above|before|earlier|previously|so far|until now)"), _IGNORE),

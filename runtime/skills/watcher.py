@@ -22,8 +22,8 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from notifications.queue import enqueue_async, new_notification
-from runtime.skills import activation, catalog
 from runtime import logs
+from runtime.skills import activation, catalog
 from store import EventStore
 from store.events import NotificationEnqueued, SkillCatalogPinned, TaskPhase
 from store.queries.notifications import sent

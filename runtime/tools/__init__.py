@@ -2,8 +2,8 @@
 
 from runtime.tools.artifact import FACT_ARTIFACT_REFS, ReadArtifact
 from runtime.tools.builtin import builtin_registry, builtin_tools
-from runtime.tools.edits import AppendFile, EditFile
 from runtime.tools.contract import Effect, Tool, ToolContext, ToolContract, ToolFailure, ToolRefused
+from runtime.tools.edits import AppendFile, EditFile
 from runtime.tools.executor import EXECUTOR_ERRORS, MASK_CHARS, ToolOutcome, execute
 from runtime.tools.files import ListFiles, ReadFile, WriteFile
 from runtime.tools.registry import ToolRegistry

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime.tools.contract import Effect, Tool, ToolContext, ToolContract, ToolFailure, ToolRefused
 from runtime.errors import NotFound
+from runtime.tools.contract import Effect, Tool, ToolContext, ToolContract, ToolFailure, ToolRefused
 from store.errors import StoreError
 
 # The trusted fact naming the refs this task may read: refs its own masked outputs produced, taken from the log.

@@ -16,8 +16,8 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from runtime.artifacts import ArtifactStore
-from runtime.tools.schema import inline_schema
 from runtime.errors import ToolError
+from runtime.tools.schema import inline_schema
 from store.events import Event
 
 # The executor writes these into every observation, so an output field by the same name would be shadowed.
@@ -194,10 +194,10 @@ class ToolContext:
 
 
 A = TypeVar("A", bound=BaseModel)
-O = TypeVar("O", bound=BaseModel)
+Out = TypeVar("Out", bound=BaseModel)
 
 
-class Tool(Generic[A, O]):
+class Tool(Generic[A, Out]):
     """A contract plus the code behind it. Subclasses set `contract` and implement `run`.
 
     `authorize` and `check` raise ToolFailure; the executor turns that into a refusal or a
@@ -213,12 +213,12 @@ class Tool(Generic[A, O]):
     def authorize(self, ctx: ToolContext, args: A) -> None:
         """Refuse (raise ToolRefused) when an argument names something outside the caller's scope."""
 
-    def run(self, ctx: ToolContext, args: A) -> O:
+    def run(self, ctx: ToolContext, args: A) -> Out:
         raise NotImplementedError
 
-    def check(self, output: O) -> None:
+    def check(self, output: Out) -> None:
         """Postconditions beyond what the output model's own constraints already enforce."""
 
-    def summarize(self, output: O) -> dict[str, Any]:
+    def summarize(self, output: Out) -> dict[str, Any]:
         """What a masked observation keeps of `output`; the full output goes to the artifact store."""
         return output.model_dump(mode="json", include=set(self.contract.summary_fields))

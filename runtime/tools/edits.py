@@ -49,7 +49,9 @@ class EditFileArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     path: str = WorkspacePath
-    old: str = Field(min_length=1, max_length=MAX_WRITE_CHARS, description="the exact text to replace, as the file has it")
+    old: str = Field(
+        min_length=1, max_length=MAX_WRITE_CHARS, description="the exact text to replace, as the file has it"
+    )
     new: str = Field(max_length=MAX_WRITE_CHARS, description="the text to put in its place; empty to delete it")
 
     @model_validator(mode="after")
@@ -57,7 +59,9 @@ class EditFileArgs(BaseModel):
         # Seen on the default model asked to fix "recieve": old "recieve", new "recieve". The tool
         # would report a replacement and the task would answer that the typo was fixed.
         if self.old == self.new:
-            raise ValueError("new is the same as old, so nothing would change: give the text as it should read after the change")
+            raise ValueError(
+                "new is the same as old, so nothing would change: give the text as it should read after the change"
+            )
         return self
 
 
@@ -112,7 +116,9 @@ class EditFile(Tool[EditFileArgs, EditFileOutput]):
         scope="workspace",
         timeout_s=10,
         preconditions=("the file exists and contains `old`",),
-        errors={**PATH_ERRORS, **_TEXT_ERRORS, "text_not_found": "the file does not contain `old`; see the closest lines"},
+        errors={
+            **PATH_ERRORS, **_TEXT_ERRORS, "text_not_found": "the file does not contain `old`; see the closest lines"
+        },
         summary_fields=("path", "replaced", "size"),
         path_kind="file",
     )

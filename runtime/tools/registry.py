@@ -11,7 +11,6 @@ from runtime.tools.contract import Tool, ToolContext, ToolFailure
 from runtime.tools.executor import MASK_CHARS, ToolOutcome, execute
 
 
-
 class ToolRegistry:
     """Tools by name. Every listing is sorted by name, whatever order the tools were registered in."""
 

@@ -133,7 +133,9 @@ def run_process(
             start_new_session=True,
         )
     except OSError as e:
-        raise ToolFailure("spawn_failed", f"cannot start {program or label}: {e.strerror or e}", spawn_details) from None
+        raise ToolFailure(
+            "spawn_failed", f"cannot start {program or label}: {e.strerror or e}", spawn_details
+        ) from None
     assert proc.stdout is not None and proc.stderr is not None
     out, err = Capture(proc.stdout, output_cap), Capture(proc.stderr, output_cap)
 
