@@ -44,17 +44,16 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from provenance import git, save, version  # noqa: E402
+import yaml
 
-import yaml  # noqa: E402
-
-from runtime.skills import activation, catalog
+from provenance import git, save, version
 from runtime.agent.context import skill_block
 from runtime.agent.profiles import catalog_block, catalog_counter
-from runtime.config import Settings  # noqa: E402
+from runtime.config import Settings
 from runtime.inference.local import LocalModel
 from runtime.inference.model_file import smoke_model_path
-from store.events import SkillActivated  # noqa: E402
+from runtime.skills import activation, catalog
+from store.events import SkillActivated
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_JSON = HERE / "results" / "skills.json"
@@ -338,8 +337,8 @@ def per_request(root: Path, names: list[str], budget: int, count: Callable[[str]
     for name in names:
         shutil.copytree(found.skills[name].folder, installed / name)
     pinned = activation.pin([installed], budget, catalog_counter(count))
-    (catalog_block,) = catalog_block(pinned)
-    catalog_tokens = count(catalog_block.render())
+    (block,) = catalog_block(pinned)
+    catalog_tokens = count(block.render())
 
     bodies = {}
     for name in names:
