@@ -40,21 +40,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from provenance import git, save, version  # noqa: E402
+import anyio
 
-import anyio  # noqa: E402
-
-from agent_workload import PAGES, NextPage, goal, scripted_model, stamped, timed_assembly  # noqa: E402
-from runtime import logs  # noqa: E402
+from agent_workload import PAGES, NextPage, goal, scripted_model, stamped, timed_assembly
+from provenance import git, save, version
+from runtime import logs
 from runtime.agent.loop import Runtime, run_task
-from runtime.artifacts import ArtifactStore  # noqa: E402
+from runtime.agent.plugins import load
+from runtime.artifacts import ArtifactStore
+from runtime.harness.tasks import submit_task
 from runtime.inference.local import LocalModel
 from runtime.inference.model_file import resolve_model
 from runtime.inference.scripted import ScriptedModel
-from runtime.agent.plugins import load
-from runtime.harness.tasks import submit_task
-from store import NO_STREAM, EventStore  # noqa: E402
-from store.events import ModelCalled, ProposalRejected  # noqa: E402
+from store import NO_STREAM, EventStore
+from store.events import ModelCalled, ProposalRejected
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_TURNS = 40

@@ -18,9 +18,9 @@ from typing import Iterator
 from pydantic import BaseModel, ConfigDict, Field
 
 import runtime.agent.loop
+from runtime.agent.profiles import Profile
 from runtime.inference.local import LocalModel
 from runtime.inference.scripted import ScriptedModel
-from runtime.agent.profiles import Profile
 from runtime.tools import Tool, ToolContract
 
 TOOL = "next_page"

@@ -28,7 +28,7 @@ from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from timing import Rate, Stopwatch, checkpoint_and_size, pragmas
-from workload import EventPool, MIX, payload_bytes
+from workload import MIX, EventPool, payload_bytes
 
 BATCH = 1000
 WRITERS = 16

@@ -26,9 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from runtime.artifacts import ArtifactStore  # noqa: E402
-from runtime.tools import ToolContext  # noqa: E402
-from runtime.tools.snapshot import Limit, changes, take  # noqa: E402
+from runtime.artifacts import ArtifactStore
+from runtime.tools import ToolContext
+from runtime.tools.snapshot import Limit, changes, take
 
 
 def workspace(root: Path, files: int, size: int) -> list[str]:

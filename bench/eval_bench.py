@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.provenance import git, save, version  # noqa: E402
+from bench.provenance import git, save, version
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = [REPO / "examples" / "evals" / "support.yaml", REPO / "examples" / "evals" / "workspace.yaml"]
@@ -64,7 +64,9 @@ def cell(t: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="*", type=Path, default=CASES)
-    parser.add_argument("--model", action="append", dest="models", help="a known model name or a GGUF path (repeatable)")
+    parser.add_argument(
+        "--model", action="append", dest="models", help="a known model name or a GGUF path (repeatable)"
+    )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "eval.json")
     args = parser.parse_args()
@@ -108,8 +110,8 @@ def main() -> None:
             for k, v in r["totals"]["all"]["failures"].items():
                 endings[k] = endings.get(k, 0) + v
         print(f"  {m}: " + (", ".join(f"{k} {v}" for k, v in sorted(endings.items(), key=lambda kv: -kv[1])) or "none"))
-    meta = {"runs": args.runs, "models": models, "files": [str(f) for f in args.files], "commit": git(["rev-parse", "HEAD"]),
-            "llama_cpp_python": version("llama-cpp-python")}
+    meta = {"runs": args.runs, "models": models, "files": [str(f) for f in args.files],
+            "commit": git(["rev-parse", "HEAD"]), "llama_cpp_python": version("llama-cpp-python")}
     save(args.out, meta, results)
 
 

@@ -39,16 +39,15 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from provenance import save, version  # noqa: E402
+import anyio
 
-import anyio  # noqa: E402
-
-from notifications import queue  # noqa: E402
-from notifications.watcher import WorkspaceWatcher  # noqa: E402
+from notifications import queue
+from notifications.watcher import WorkspaceWatcher
+from provenance import save, version
 from runtime.agent import context
 from runtime.harness.tasks import submit_task
-from store import EventStore  # noqa: E402
-from store.events import NOTIFICATIONS_STREAM, ArtifactRead, NotificationsAdmitted  # noqa: E402
+from store import EventStore
+from store.events import NOTIFICATIONS_STREAM, ArtifactRead, NotificationsAdmitted
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_JSON = HERE / "results" / "harness.json"
@@ -108,7 +107,7 @@ async def latency(debounce_s: float, changes: int) -> dict:
                 before = store.last_seq()
                 notes.write_text(f"version {i}\n" * 100)  # opens, writes, closes
                 written = time.perf_counter()
-                await until(lambda: store.last_seq() > before)
+                await until(lambda before=before: store.last_seq() > before)
                 samples.append(time.perf_counter() - written)
             tg.cancel_scope.cancel()
         with store.reading() as conn:

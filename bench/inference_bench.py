@@ -37,9 +37,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from runtime.inference.kv_cache import capture, restore
 from runtime.inference.local import LocalModel
 from runtime.inference.model import Message
-from runtime.inference.kv_cache import capture, restore
 from runtime.inference.model_file import resolve_model
 
 

@@ -43,17 +43,16 @@ from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from provenance import git, save, version  # noqa: E402
+import httpx
 
-import httpx  # noqa: E402
-
-from notifications import queue  # noqa: E402
-from runtime.harness import approvals as deciding
+from notifications import queue
+from provenance import git, save, version
 from runtime.agent.loop import arguments_hash
 from runtime.agent.profiles import WORKSPACE
+from runtime.harness import approvals as deciding
 from runtime.harness.tasks import submit_task
-from store import NO_STREAM, EventStore  # noqa: E402
-from store.events import (  # noqa: E402
+from store import NO_STREAM, EventStore
+from store.events import (
     AnswerGiven,
     ApprovalRequested,
     ArtifactRead,
@@ -71,7 +70,7 @@ from store.events import (  # noqa: E402
     ToolCallProposed,
     ToolCallStarted,
 )
-from store.ids import new_task_id  # noqa: E402
+from store.ids import new_task_id
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -251,7 +250,7 @@ def resumed_after(conn: sqlite3.Connection, task_id: str, after_seq: int) -> dic
         (task_id, after_seq),
     ).fetchall()
     granted = running = None
-    for seq, type_, at, payload in rows:
+    for _seq, type_, at, payload in rows:
         if type_ == "ApprovalGranted" and granted is None:
             granted = at
         elif granted and type_ == "TaskPhaseChanged" and json.loads(payload)["phase"] == "running":
@@ -286,7 +285,10 @@ def resume_latency(folder: Path, model_url: str, n: int, seed: int) -> dict:
             clicked = time.perf_counter()
             posted = client.post(action, data=fields)
             answered = time.perf_counter()
-            times = until(lambda: resumed_after(conn, task_id, before), timeout=30, what=f"{task_id} resuming")
+            times = until(
+                lambda task_id=task_id, before=before: resumed_after(conn, task_id, before),
+                timeout=30, what=f"{task_id} resuming",
+            )
             seen = time.perf_counter()
             # What the browser does next: follow the redirect to the page without the approval.
             redirect_s = None
@@ -305,7 +307,9 @@ def resume_latency(folder: Path, model_url: str, n: int, seed: int) -> dict:
             })
             # Settle before the next one, so each resume is measured alone: the task ran the command,
             # asked the model again and waits for its next approval (or has ended).
-            until(lambda: settled(conn, task_id), timeout=60, what=f"{task_id} settling after its resume")
+            until(
+                lambda task_id=task_id: settled(conn, task_id), timeout=60, what=f"{task_id} settling after its resume"
+            )
     return {"tasks": len(task_ids), "samples": samples, **summary(samples)}
 
 

@@ -39,20 +39,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import anyio  # noqa: E402
+import anyio
 
-from runtime.agent import compaction, notes  # noqa: E402
-from runtime.agent.blocks import join  # noqa: E402
-from runtime.agent.loop import Runtime, run_task  # noqa: E402
-from runtime.agent.plugins import load  # noqa: E402
-from runtime.agent.view import TaskView  # noqa: E402
-from runtime.artifacts import ArtifactStore  # noqa: E402
-from runtime.harness.tasks import say, submit_task  # noqa: E402
-from runtime.inference.local import LocalModel  # noqa: E402
-from runtime.inference.model_file import resolve_model  # noqa: E402
-from runtime.inference.scripted import ScriptedModel  # noqa: E402
-from store import NO_STREAM, EventStore  # noqa: E402
-from store.events import CompactionFailed, ContextCompacted, ModelCalled, NoteTaken, TaskPhaseChanged  # noqa: E402
+from runtime.agent import compaction, notes
+from runtime.agent.blocks import join
+from runtime.agent.loop import Runtime, run_task
+from runtime.agent.plugins import load
+from runtime.agent.view import TaskView
+from runtime.artifacts import ArtifactStore
+from runtime.harness.tasks import say, submit_task
+from runtime.inference.local import LocalModel
+from runtime.inference.model_file import resolve_model
+from runtime.inference.scripted import ScriptedModel
+from store import NO_STREAM, EventStore
+from store.events import CompactionFailed, ContextCompacted, ModelCalled, NoteTaken, TaskPhaseChanged
 
 POLICIES = ["full", "window:8", "elide_tool_results:4", "user_verbatim:1", "auto", "compact", "auto+notes",
             "auto+pinned_tail", "compact+notes"]
@@ -79,7 +79,9 @@ class BenchModel(ScriptedModel):
         elif self.like is not None and self.evaluate:
             return self.like.complete(prompt, schema=schema, max_tokens=max_tokens, session=session)
         else:
-            self.replies.insert(0, json.dumps(GENERIC_SUMMARY) if schema == compaction.SCHEMA else stand_in_note(prompt))
+            self.replies.insert(
+                0, json.dumps(GENERIC_SUMMARY) if schema == compaction.SCHEMA else stand_in_note(prompt)
+            )
         return super().complete(prompt, schema=schema, max_tokens=max_tokens, session=session, progress=progress)
 
 
@@ -126,7 +128,7 @@ def run_policy(spec: str, decisions: int, n_ctx: int, like: LocalModel | None, r
         started = time.perf_counter()
         done, phase = 0, "running"
         for at, text in ((RULE_AT, RULE), (IDENTIFIER_AT, FACT)):
-            phase = anyio.run(lambda: run_task(rt, task_id, max_decisions=at - 1 - done))
+            phase = anyio.run(lambda at=at, done=done: run_task(rt, task_id, max_decisions=at - 1 - done))
             if phase != "running":  # a policy that fails at the window stops before the user says more
                 break
             done = at - 1
@@ -141,7 +143,10 @@ def run_policy(spec: str, decisions: int, n_ctx: int, like: LocalModel | None, r
     compactions = [e for e in events if isinstance(e, (ContextCompacted, CompactionFailed))]
     # Between rewrites, how much of the previous request llama.cpp found in its cache (its tail, the
     # decision asked for, is never repeated, so 100 % is out of reach by that much).
-    steady = [(c, p) for p, c in zip(calls, calls[1:]) if not c.prefix_break and c.cached_tokens is not None]
+    # Each call with the one before it: one pair fewer than calls.
+    steady = [
+        (c, p) for p, c in zip(calls, calls[1:], strict=False) if not c.prefix_break and c.cached_tokens is not None
+    ]
     history = TaskView.of(records).transcript.entries
     added = model.count(join(list(history))) + (calls[0].manifest.prefix_tokens if calls and calls[0].manifest else 0)
     prompts = model.decision_prompts
@@ -206,7 +211,7 @@ def main() -> None:
     ] for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     for row in table:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     for r in rows:
         if r["phase"] != "completed":
             print(f"\n{r['policy']}: {r['phase']}: {r['reason']}")

@@ -34,21 +34,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import anyio  # noqa: E402
+import anyio
 
-from policy_bench import BenchModel  # noqa: E402
-from runtime.agent import policy as policy_  # noqa: E402
-from runtime.agent.loop import Runtime, Trusted, request_for, run_task  # noqa: E402
-from runtime.agent.plugins import load  # noqa: E402
-from runtime.agent.rerun import history_under  # noqa: E402
-from runtime.agent.view import TaskView  # noqa: E402
-from runtime.artifacts import ArtifactStore  # noqa: E402
-from runtime.errors import ContextOverflow  # noqa: E402
-from runtime.harness.tasks import say, submit_task  # noqa: E402
-from runtime.inference.local import LocalModel  # noqa: E402
-from runtime.inference.model_file import resolve_model  # noqa: E402
-from store import NO_STREAM, EventStore  # noqa: E402
-from store.events import ContextCompacted, NoteTaken, TaskSubmitted, UserSaid  # noqa: E402
+from policy_bench import BenchModel
+from runtime.agent.loop import Runtime, Trusted, request_for, run_task
+from runtime.agent.plugins import load
+from runtime.agent.rerun import history_under
+from runtime.agent.view import TaskView
+from runtime.artifacts import ArtifactStore
+from runtime.errors import ContextOverflow
+from runtime.harness.tasks import say, submit_task
+from runtime.inference.local import LocalModel
+from runtime.inference.model_file import resolve_model
+from store import NO_STREAM, EventStore
+from store.events import ContextCompacted, NoteTaken, TaskSubmitted, UserSaid
 
 TURNS = 40
 RULE = "Standing rule for this session: every ticket you open must be filed under my employee number, 4417."
@@ -192,7 +191,9 @@ def main() -> None:
             for probe, questions in PROBES.items():
                 hits = 0
                 for question in questions[: args.phrasings]:
-                    built = control_records(records, question) if spec == "control" else probe_records(records, question)
+                    built = (
+                        control_records(records, question) if spec == "control" else probe_records(records, question)
+                    )
                     try:
                         tokens, answer = ask(rt, like, trusted, built, "auto" if spec == "control" else spec,
                                              session=f"probe/{spec}")
@@ -217,7 +218,7 @@ def main() -> None:
                       for spec, tokens, s, _ in rows]
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]
     for r in table:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
     print("\nwrong answers:")
     for spec, _, _, wrong in rows:
         for w in wrong:
