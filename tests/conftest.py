@@ -50,6 +50,64 @@ def store(db_url: str):
         yield s
 
 
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty folder for a task to work in; a module whose tasks need files there defines its own."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture
+def token(data_dir: Path) -> str:
+    """The page's access token in the test's data directory."""
+    from runtime.web import access
+
+    return access.page_token(data_dir)
+
+
+@pytest.fixture
+def app(store, token: str):
+    """The page on the test's store, with the built-in tools and no status of a daemon."""
+    from runtime.agent.plugins import load
+    from runtime.web.app import create_app
+
+    return create_app(store, "test-model", token=token, tools=load([]).tools)
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+# No sandbox inside the container, no GPU on the VM, and nothing that talks to the network on its own
+# while a test runs.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture
+def browser():
+    """Debian's chromium, headless, driven through playwright, for the page's tests in a real browser."""
+    from playwright.sync_api import sync_playwright
+
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"{CHROMIUM} is missing: the page's browser tests drive Debian's chromium, and `make test` "
+            "installs it (apt-get install chromium)",
+            pytrace=False,
+        )
+    with sync_playwright() as p:
+        # launch() gives the browser a fresh temporary profile of its own, removed when it closes.
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
 @pytest.fixture(scope="module")
 def model():
     """The smoke model, loaded once per test module, with no KV-state cache between tasks.

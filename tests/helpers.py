@@ -3,7 +3,7 @@ the replies a script is made of. Test modules import this; none imports another 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,21 @@ from runtime.harness.tasks import submit_task
 from runtime.inference.scripted import ScriptedModel
 from runtime.tools import Tool
 from store import NO_STREAM, EventStore
+
+# What the agent loop's tests ask about: a release date and its owner.
+RELEASE_NOTES = {"notes.txt": "The release is planned for March 3. Owner: Ana.\n"}
+# What the framing tests show the model: a README, a CSV file and notes.
+SMALL_PROJECT = {"README.md": "# demo\n", "data.csv": "a,b\n1,2\n", "notes.txt": "Release: March 3.\n"}
+
+
+def workspace_of(tmp_path: Path, files: Mapping[str, str]) -> Path:
+    """A workspace folder, `tmp_path/ws`, holding `files` (name: text). A module's `workspace` fixture
+    returns one; conftest's is empty."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for name, text in files.items():
+        (ws / name).write_text(text)
+    return ws
 
 
 def scripted_runtime(

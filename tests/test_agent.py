@@ -12,16 +12,16 @@ import anyio
 import pytest
 
 from runtime import logs
+from runtime.agent.context import TAIL_LABELS
 from runtime.agent.loop import RUNAWAY_PENALTY, Runtime, run_task
+from runtime.agent.plugins import load
+from runtime.agent.profiles import WORKSPACE, Profile
 from runtime.agent.rerun import rerun_recorded
 from runtime.artifacts import ArtifactStore
-from runtime.agent.context import TAIL_LABELS
+from runtime.harness.tasks import submit_task
 from runtime.inference.local import LocalModel
 from runtime.inference.model_file import smoke_model_path
 from runtime.inference.scripted import ScriptedModel
-from runtime.agent.plugins import load
-from runtime.agent.profiles import WORKSPACE, Profile
-from runtime.harness.tasks import submit_task
 from runtime.tools import Tool, ToolContract
 from store import NO_STREAM, EventStore
 from store.events import (
@@ -35,6 +35,7 @@ from store.events import (
     TaskPhaseChanged,
     ToolCallExecuted,
 )
+from tests.helpers import RELEASE_NOTES, workspace_of
 
 
 @pytest.fixture(scope="module")
@@ -44,10 +45,7 @@ def model() -> LocalModel:
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "notes.txt").write_text("The release is planned for March 3. Owner: Ana.\n")
-    return ws
+    return workspace_of(tmp_path, RELEASE_NOTES)
 
 
 def make_runtime(store: EventStore, model, tmp_path: Path, profiles=None, tools=()) -> Runtime:
@@ -125,7 +123,9 @@ def test_every_model_call_records_a_manifest_and_the_exact_prompt(store, model, 
         assert "t-" not in prompt.split("<|im_end|>")[0]
 
 
-def test_the_next_call_of_a_task_reuses_the_previous_prompt_from_the_kv_cache(store, model, workspace, tmp_path) -> None:
+def test_the_next_call_of_a_task_reuses_the_previous_prompt_from_the_kv_cache(
+    store, model, workspace, tmp_path
+) -> None:
     rt = make_runtime(store, two_calls(model), tmp_path)
     task_id = submit(store, workspace)
     run(rt, task_id, max_decisions=2)
@@ -374,7 +374,9 @@ def test_a_model_that_keeps_calling_tools_on_the_last_step_fails_the_task_with_t
     assert "refused 3 times at step 2" in reason and "no tool 'read_file'" in reason
 
 
-def test_a_prompt_that_would_overflow_the_window_fails_the_task_instead_of_cutting_it(store, workspace, tmp_path) -> None:
+def test_a_prompt_that_would_overflow_the_window_fails_the_task_instead_of_cutting_it(
+    store, workspace, tmp_path
+) -> None:
     rt = make_runtime(store, ScriptedModel([answer("never asked")], n_ctx=1024), tmp_path)
     task_id = submit(store, workspace)
     assert run(rt, task_id) == "failed"
@@ -435,7 +437,7 @@ def test_a_profile_can_require_a_tools_result_before_any_answer(store, workspace
     task_id = submit(store, workspace, profile="checked")
     assert run(rt, task_id) == "completed"
     # The grammar offered no answer until read_file had a result; a reply that answered anyway was refused.
-    actions = lambda schema: {o["properties"]["action"]["const"] for o in schema["anyOf"]}  # noqa: E731
+    actions = lambda schema: {o["properties"]["action"]["const"] for o in schema["anyOf"]}  # noqa: E731  a shorthand
     assert "final_answer" not in actions(rt.model.schemas[0]) and "final_answer" in actions(rt.model.schemas[2])
     [rejected] = events(store, task_id, ProposalRejected)
     assert rejected.error == "call read_file first: the answer must rest on its result"

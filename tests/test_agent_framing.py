@@ -12,14 +12,15 @@ import pytest
 
 from runtime.agent import goal
 from runtime.agent.loop import Runtime, run_task
-from runtime.artifacts import ArtifactStore
 from runtime.agent.plugins import load
 from runtime.agent.profiles import WORKSPACE, prefix_blocks
-from runtime.inference.scripted import ScriptedModel
+from runtime.artifacts import ArtifactStore
 from runtime.harness.tasks import submit_task
+from runtime.inference.scripted import ScriptedModel
 from runtime.skills.tools import register_skill_tools
 from store import NO_STREAM, EventStore
 from store.events import AnswerGiven, ModelCalled, ProposalRejected, ToolCallExecuted, ToolCallProposed
+from tests.helpers import SMALL_PROJECT, workspace_of
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "support_agent"
@@ -27,11 +28,7 @@ EXAMPLE = REPO / "examples" / "support_agent"
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    for name, text in {"README.md": "# demo\n", "data.csv": "a,b\n1,2\n", "notes.txt": "Release: March 3.\n"}.items():
-        (ws / name).write_text(text)
-    return ws
+    return workspace_of(tmp_path, SMALL_PROJECT)
 
 
 def runtime(store: EventStore, tmp_path: Path, replies, *, plugins=(), skill_roots=()) -> Runtime:
@@ -285,7 +282,9 @@ def test_every_decision_says_the_request_again_beside_the_newest_results(store, 
 def write_skill(root: Path, name: str) -> None:
     folder = root / name
     (folder / "references").mkdir(parents=True)
-    (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: Tidy notes files.\n---\nRead references/how.md.\n")
+    (folder / "SKILL.md").write_text(
+        f"---\nname: {name}\ndescription: Tidy notes files.\n---\nRead references/how.md.\n"
+    )
     (folder / "references" / "how.md").write_text("Sort the lines.\n")
 
 
@@ -389,7 +388,9 @@ def test_after_a_repeated_call_the_retry_offers_only_tools_not_used_yet(store, w
         call("write_file", path="notes.txt", content="Release: March 3.\nbuy milk\n"),
         answer("Added.", "result:c3"),
     ])
-    task_id = submit(store, workspace, "Add 'buy milk' to notes.txt, as README.md says.", allowed_effects=("read", "write"))
+    task_id = submit(
+        store, workspace, "Add 'buy milk' to notes.txt, as README.md says.", allowed_effects=("read", "write")
+    )
     assert run(rt, task_id) == "completed"
     retry = options(rt.model.schemas[3])
     assert "call_tool:write_file" in retry

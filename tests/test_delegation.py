@@ -3,17 +3,26 @@ and returns a typed result the parent's manifest records; rights are checked in 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anyio
+import pytest
 
 from runtime.agent.loop import run_task
 from runtime.agent.profiles import WORKSPACE
 from runtime.harness.delegation import Delegate
 from runtime.inference.scripted import ScriptedModel
 from store.events import ModelCalled, ProposalRejected, TaskSubmitted, ToolCallExecuted
-from tests.test_agent import answer, call, events, make_runtime, submit, workspace  # noqa: F401  (a fixture)
+from tests.helpers import RELEASE_NOTES, workspace_of
+from tests.test_agent import answer, call, events, make_runtime, submit
 
 LEAD = WORKSPACE.model_copy(update={"name": "lead", "tools": (*WORKSPACE.tools, "delegate")})
 QUESTION = "Who owns the release?"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    return workspace_of(tmp_path, RELEASE_NOTES)
 
 
 def lead(store, tmp_path, replies, ws):
@@ -46,7 +55,9 @@ def test_a_sub_task_sees_only_its_scope_and_tools_and_its_answer_comes_back_type
     sub = store.read_stream(sub_id)
     submitted = sub[0].event
     assert isinstance(submitted, TaskSubmitted) and (submitted.parent, submitted.tools) == (task_id, ())
-    sub_prompt = user_turn(next(p for p in rt.model.prompts if QUESTION in p.split("<|im_start|>user")[1].split("\n")[2]))
+    sub_prompt = user_turn(
+        next(p for p in rt.model.prompts if QUESTION in p.split("<|im_start|>user")[1].split("\n")[2])
+    )
     # Its request is the question; what it was given is fenced as data; nothing else of the parent's.
     assert f"<request>\n{QUESTION}" in sub_prompt and '<data id="pasted:1" source="user:pasted"' in sub_prompt
     assert "The release is planned for March 3" in sub_prompt

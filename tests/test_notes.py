@@ -5,6 +5,7 @@ and never left out by a policy or a compaction."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import anyio
 import pytest
@@ -17,13 +18,19 @@ from runtime.agent.rerun import reassemble, rerun_recorded
 from runtime.errors import ConfigError
 from runtime.inference.scripted import ScriptedModel
 from store.events import AnswerGiven, ContextCompacted, ModelCalled, NoteTaken, TaskPhaseChanged
-from tests.test_agent import answer, call, events, make_runtime, run, submit, workspace  # noqa: F401  (a fixture)
 from tests.conftest import run_agentd
+from tests.helpers import RELEASE_NOTES, workspace_of
+from tests.test_agent import answer, call, events, make_runtime, run, submit
 from tests.test_compaction import SUMMARY
 from tests.test_conversation import tell, user_turn
 
 RULE = "Standing rule: every ticket you open is filed under my employee number 4417."
 FACT = "The affected shard is pay-shard-7, confirmed by the payments team."
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    return workspace_of(tmp_path, RELEASE_NOTES)
 
 
 class Noting(ScriptedModel):
@@ -160,7 +167,7 @@ def test_notes_survive_every_compaction_and_are_never_left_out(store, tmp_path) 
     [taken] = events(store, task_id, NoteTaken)
     assert "4417" in taken.note
     # Every request after the note shows it, before and after each compaction; the summary never replaced it.
-    assert all(f"- message 1: " in user_turn(p) and "4417" in user_turn(p) for p in rt.model.prompts
+    assert all("- message 1: " in user_turn(p) and "4417" in user_turn(p) for p in rt.model.prompts
                if '"note"' not in p and "Write the summary now." not in p)
     for c in events(store, task_id, ModelCalled):
         assert not any(x.source == "notes" for x in c.manifest.left_out)

@@ -13,23 +13,11 @@ from typing import Iterator
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, sync_playwright
+from playwright.sync_api import Browser, Locator, Page
 
 from runtime.daemon.lock import holder
 from tests.test_daemon import approvals, serving, show, wait_until
 from tests.test_daemon_crash import wait_for_port
-
-CHROMIUM = Path("/usr/bin/chromium")
-# No sandbox inside the container, no GPU on the VM, and nothing that talks to the network on its own
-# while a test runs.
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 # shell needs a person's approval and has effect external. Its arguments and reason carry markup, which
 # the page must show as the characters the command will run with, never as elements.
@@ -40,23 +28,6 @@ REPLIES = [
 ]
 SUBMIT = ("--max-steps", "4", "--allow", "external", "Write approved.txt")
 DENIAL = "Not on the shared machine: write the file with write_file instead."
-
-
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        pytest.fail(
-            f"{CHROMIUM} is missing: the page's browser tests drive Debian's chromium, and `make test` "
-            "installs it (apt-get install chromium)",
-            pytrace=False,
-        )
-    with sync_playwright() as p:
-        # launch() gives the browser a fresh temporary profile of its own, removed when it closes.
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @pytest.mark.slow

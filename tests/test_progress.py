@@ -8,14 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from runtime.inference.http import HttpModel
-from runtime.inference.model import Message
-from runtime.inference.model import Throttled
-from runtime.inference.model_file import smoke_model_path
 from runtime.agent.progress import Board, Decided, Progress, Tally
+from runtime.inference.http import HttpModel
+from runtime.inference.model import Message, Throttled
+from runtime.inference.model_file import smoke_model_path
 from tests.test_inference import SCHEMA, rules
-from tests.test_page_browser import browser  # noqa: F401  the fixture
-
 
 
 def figures(completion) -> tuple:
@@ -67,7 +64,7 @@ def test_a_watched_prompt_gives_the_same_completion_and_token_figures_as_an_unwa
     assert plain[0][4] > 2 * n_batch, "the cold prompt should take several batches"
     assert 0 < diverged < cold - 5 and extended > plain[1][2] - 2 and again <= 1, "the calls should reuse as planned"
 
-    for (_, _, prompt, cached, evaluated, generated), log in zip(watched, logs):
+    for (_, _, prompt, cached, evaluated, generated), log in zip(watched, logs, strict=True):
         evaluating = [r for r in log if r[0] == "evaluating"]
         generating = [r for r in log if r[0] == "generating"]
         before_first_token = log[: log.index(generating[0])]
@@ -149,7 +146,7 @@ def test_an_endpoint_reports_the_whole_prompt_once_then_each_streamed_chunk(scri
 
 
 def reports(task_id: str, step: int, cached: int, prompt: int, outcome: str) -> list[Progress]:
-    p = lambda stage, done=0, total=0, detail="": Progress(task_id, step, stage, done, total, detail)  # noqa: E731
+    p = lambda stage, done=0, total=0, detail="": Progress(task_id, step, stage, done, total, detail)  # noqa: E731  a shorthand for the list below
     return [
         p("deciding"), p("evaluating", cached, prompt), p("evaluating", prompt, prompt), p("generating", 9, 256),
         p("running_tool", detail="read_file"), p("decided", detail=outcome),

@@ -22,15 +22,14 @@ with warnings.catch_warnings():
     from starlette.testclient import TestClient
 
 from notifications import queue
-from runtime.web import access
 from runtime.agent.loop import arguments_hash
 from runtime.agent.plugins import load
 from runtime.agent.progress import Board, Progress
 from runtime.harness.tasks import submit_task
+from runtime.web import access
 from runtime.web.app import CSP, create_app
 from store import NO_STREAM, EventStore
 from store.events import (
-    ContextTrimmed,
     NOTIFICATIONS_STREAM,
     AdmittedNotification,
     AnswerGiven,
@@ -41,6 +40,7 @@ from store.events import (
     ArtifactWritten,
     CatalogEntry,
     ContextManifest,
+    ContextTrimmed,
     JobFinished,
     JobStarted,
     LeftOut,
@@ -68,23 +68,6 @@ HOSTILE = {"command": f"echo {SCRIPT}", "note": BREAKOUT}
 
 
 # -- building state as the agent loop records it ------------------------------------------------
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
-def token(data_dir: Path) -> str:
-    return access.page_token(data_dir)
-
-
-@pytest.fixture
-def app(store: EventStore, token: str):
-    return create_app(store, "test-model", token=token, tools=load([]).tools)
 
 
 def submit(store: EventStore, workspace: Path, goal: str = "Clean up the build folder") -> str:
@@ -129,11 +112,16 @@ def propose(
     return approval_id
 
 
-@pytest.fixture
-def waiting(store: EventStore, workspace: Path) -> tuple[str, str]:
-    """A task waiting for approval of a shell call whose arguments and reason carry HTML."""
+def hostile_approval(store: EventStore, workspace: Path) -> tuple[str, str]:
+    """A task waiting for approval of a shell call whose arguments and reason carry HTML: its id and the
+    approval's."""
     task_id = submit(store, workspace, goal=f"Tidy up {SCRIPT}")
     return task_id, propose(store, task_id, HOSTILE, reason=f"because {BREAKOUT}")
+
+
+@pytest.fixture
+def waiting(store: EventStore, workspace: Path) -> tuple[str, str]:
+    return hostile_approval(store, workspace)
 
 
 # -- talking to the page ------------------------------------------------------------------------
@@ -358,7 +346,7 @@ def test_two_decisions_at_the_same_moment_record_exactly_one(app, store, token, 
     clients = [login(app, token), login(app, token)]
     forms = [
         {"csrf": csrf_of(c), "arguments_hash": arguments_hash(HOSTILE), "decision": d}
-        for c, d in zip(clients, ("approve", "deny"))
+        for c, d in zip(clients, ("approve", "deny"), strict=True)
     ]
     start = threading.Barrier(2)
     statuses: list[int] = []
@@ -367,7 +355,7 @@ def test_two_decisions_at_the_same_moment_record_exactly_one(app, store, token, 
         start.wait()
         statuses.append(client.post(f"/approvals/{approval_id}", data=form).status_code)
 
-    threads = [threading.Thread(target=post, args=pair) for pair in zip(clients, forms)]
+    threads = [threading.Thread(target=post, args=pair) for pair in zip(clients, forms, strict=True)]
     for t in threads:
         t.start()
     for t in threads:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from pathlib import Path
 
 import httpx
 import pytest
@@ -12,16 +13,7 @@ import pytest
 from runtime.agent.plugins import load
 from runtime.web.app import create_app
 from store import EventStore
-from tests.test_web import (  # noqa: F401  (fixtures)
-    TestClient,
-    decide,
-    login,
-    serve,
-    status_of,
-    token,
-    waiting,
-    workspace,
-)
+from tests.test_web import TestClient, decide, hostile_approval, login, serve, status_of
 
 REBOUND = "evil.example"
 MODEL_URL = "http://10.0.0.7:8080/v1/completions"
@@ -40,6 +32,11 @@ def status() -> dict:
 @pytest.fixture
 def app(store: EventStore, token: str):
     return create_app(store, MODEL_URL, status, token=token, tools=load([]).tools, host="agentd.lan")
+
+
+@pytest.fixture
+def waiting(store: EventStore, workspace: Path) -> tuple[str, str]:
+    return hostile_approval(store, workspace)
 
 
 def on(host: str) -> dict[str, str]:
@@ -64,7 +61,9 @@ def test_loopback_names_and_the_configured_host_are_served(app, token, host: str
     assert client.get(f"/?token={token}", headers=on(host)).status_code == 303
 
 
-@pytest.mark.parametrize("host", ["", "evil.example:8765", "localhost.evil.example", "127.0.0.1.nip.io", "agentd.lan.evil"])
+@pytest.mark.parametrize(
+    "host", ["", "evil.example:8765", "localhost.evil.example", "127.0.0.1.nip.io", "agentd.lan.evil"]
+)
 def test_any_other_host_header_is_refused(app, host: str) -> None:
     assert TestClient(app).get("/static/page.css", headers=on(host)).status_code == 421
 

@@ -5,14 +5,22 @@ loads no model file."""
 
 from __future__ import annotations
 
+from pathlib import Path
 
+import pytest
 from pydantic import BaseModel, ConfigDict
 
 from runtime.tools import Effect, Tool, ToolContract
 from store.events import ProposalRejected, ToolCallExecuted, WorkspaceSurveyed
-from tests.test_agent_framing import answer, call, events, options, run, runtime, submit, workspace  # noqa: F401
+from tests.helpers import SMALL_PROJECT, workspace_of
+from tests.test_agent_framing import answer, call, events, options, run, runtime, submit
 
 WRITE = ("read", "write")
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    return workspace_of(tmp_path, SMALL_PROJECT)
 
 
 def path_schema(schema: dict, tool: str) -> dict:
@@ -26,7 +34,8 @@ def test_the_first_request_shows_the_workspace_layout_before_the_request(store, 
     task_id = submit(store, workspace, "When is the release?")
     assert run(rt, task_id) == "completed"
     [surveyed] = events(store, task_id, WorkspaceSurveyed)
-    assert surveyed.complete and set(surveyed.entries) == {"README.md", "data.csv", "docs/", "docs/guide.md", "notes.txt"}
+    assert surveyed.complete
+    assert set(surveyed.entries) == {"README.md", "data.csv", "docs/", "docs/guide.md", "notes.txt"}
     first = rt.model.prompts[0].split("<|im_start|>user", 1)[1]
     listing = first.split('<data id="workspace" source="workspace" trust="untrusted">\n', 1)[1].split("\n</data>")[0]
     assert listing.splitlines() == ["README.md", "data.csv", "docs/ (1 file)", "docs/guide.md", "notes.txt"]
