@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.web import access
 from runtime.errors import ConfigError
+from runtime.web import access
 
 
 def test_the_page_token_is_made_once_readable_by_its_owner_only_and_kept(tmp_path: Path) -> None:

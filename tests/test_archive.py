@@ -91,7 +91,12 @@ def test_import_is_all_or_nothing(db_url: str) -> None:
         '"recorded_at":"2026-01-01T00:00:00.000000Z","actor":"a","causation_id":null,"correlation_id":null,'
         '"payload":{"goal":"g","workspace":"/w"}}'
     )
-    bad = good.replace('"seq":1', '"seq":2').replace('"stream_version":1', '"stream_version":2').replace('"TaskSubmitted"', '"TaskPhaseChanged"').replace('{"goal":"g","workspace":"/w"}', '{"phase":"x"}')
+    bad = (
+        good.replace('"seq":1', '"seq":2')
+        .replace('"stream_version":1', '"stream_version":2')
+        .replace('"TaskSubmitted"', '"TaskPhaseChanged"')
+        .replace('{"goal":"g","workspace":"/w"}', '{"phase":"x"}')
+    )
     with EventStore(db_url) as store:
         with pytest.raises(StoreError, match="line 2: event 2 \\(TaskPhaseChanged\\) has an invalid payload"):
             store.in_write_transaction(lambda conn: import_into(conn, chained([good, bad])))

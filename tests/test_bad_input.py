@@ -234,7 +234,10 @@ def test_import_with_an_invalid_payload_on_line_2_names_the_line_and_imports_not
         "\n".join(
             chained([
                 export_line(1, "t-a", 1, "TaskSubmitted", submitted("fine")),
-                export_line(2, "t-a", 2, "ModelCalled", {"call_index": 0, "model": "m", "prompt_tokens": 1, "completion_tokens": 1}),
+                export_line(
+                    2, "t-a", 2, "ModelCalled",
+                    {"call_index": 0, "model": "m", "prompt_tokens": 1, "completion_tokens": 1},
+                ),
                 export_line(3, "t-b", 1, "TaskSubmitted", submitted("never reached")),
             ])
         )
@@ -253,7 +256,9 @@ def test_import_with_an_invalid_payload_on_line_2_names_the_line_and_imports_not
 def test_append_with_a_stale_expected_version_raises_conflict_and_writes_nothing(db_url):
     with EventStore(db_url) as store:
         store.append("t-x", [TaskSubmitted(goal="g", workspace="/w")], expected_version=0)
-        store.append("t-x", [ModelCalled(call_index=1, model="m", prompt_tokens=1, completion_tokens=1)], expected_version=1)
+        store.append(
+            "t-x", [ModelCalled(call_index=1, model="m", prompt_tokens=1, completion_tokens=1)], expected_version=1
+        )
         before = store.read_stream("t-x")
         with pytest.raises(ConcurrencyConflict) as raised:
             store.append(
@@ -290,7 +295,9 @@ def test_a_conflicting_request_in_a_group_commit_fails_alone(db_url):
         assert [store.stream_version("t-a"), store.stream_version("t-c")] == [3, 3]
 
 
-def test_racing_cancels_of_one_task_let_exactly_one_win_and_the_others_fail_with_one_line(agentd, data_dir, db_url, tmp_path):
+def test_racing_cancels_of_one_task_let_exactly_one_win_and_the_others_fail_with_one_line(
+    agentd, data_dir, db_url, tmp_path
+):
     [task_id] = seed_tasks(db_url, tmp_path, 1)
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda _: agentd("--data-dir", str(data_dir), "task", "cancel", task_id), range(4)))
@@ -300,7 +307,9 @@ def test_racing_cancels_of_one_task_let_exactly_one_win_and_the_others_fail_with
     for loser in (r for r in results if r.returncode != 0):
         line = one_error_line(loser, task_id)
         assert "already cancelled" in line or "nothing was written" in line, line
-    raw = [json.loads(line) for line in ok(agentd("--data-dir", str(data_dir), "events", "list", "--json")).splitlines()]
+    raw = [
+        json.loads(line) for line in ok(agentd("--data-dir", str(data_dir), "events", "list", "--json")).splitlines()
+    ]
     assert [(r["type"], r["stream_version"]) for r in raw] == [("TaskSubmitted", 1), ("TaskPhaseChanged", 2)]
 
 
@@ -328,7 +337,9 @@ def write_lock_holder(data_dir: Path):
         conn.close()
 
 
-def test_submit_while_another_process_holds_the_write_lock_fails_with_one_line(agentd, data_dir, db_url, tmp_path, write_lock_holder):
+def test_submit_while_another_process_holds_the_write_lock_fails_with_one_line(
+    agentd, data_dir, db_url, tmp_path, write_lock_holder
+):
     ids = seed_tasks(db_url, tmp_path, 3)
     db = data_dir / "agentd.db"
     holder = write_lock_holder()
@@ -347,7 +358,9 @@ def test_submit_while_another_process_holds_the_write_lock_fails_with_one_line(a
     assert event_count(db) == 4
 
 
-def test_task_list_reads_while_another_process_holds_the_write_lock(agentd, data_dir, db_url, tmp_path, write_lock_holder):
+def test_task_list_reads_while_another_process_holds_the_write_lock(
+    agentd, data_dir, db_url, tmp_path, write_lock_holder
+):
     """WAL readers never wait for the writer: listing must not need the write lock."""
     ids = seed_tasks(db_url, tmp_path, 2)
     write_lock_holder()
@@ -427,7 +440,9 @@ def test_second_serve_names_the_first_ones_pid_and_the_first_stops_cleanly_on_si
 
         first.send_signal(signal.SIGTERM)
         _, err = first.communicate(timeout=30)
-        assert first.returncode == 0, f"agentd serve exited with {first.returncode} on SIGTERM; stderr ends: {err[-500:]!r}"
+        assert first.returncode == 0, (
+            f"agentd serve exited with {first.returncode} on SIGTERM; stderr ends: {err[-500:]!r}"
+        )
     finally:
         if first.poll() is None:
             first.kill()
@@ -439,7 +454,9 @@ def test_second_serve_names_the_first_ones_pid_and_the_first_stops_cleanly_on_si
 
 def test_serve_with_a_missing_model_file_names_the_path(agentd, data_dir):
     missing = "/nonexistent/x.gguf"
-    line = one_error_line(agentd("--data-dir", str(data_dir), "serve", "--model", missing, "--port", str(free_port())), missing)
+    line = one_error_line(
+        agentd("--data-dir", str(data_dir), "serve", "--model", missing, "--port", str(free_port())), missing
+    )
     assert "does not exist" in line, line
 
 
@@ -477,7 +494,10 @@ def test_unreadable_model_path_names_the_path(agentd, data_dir, tmp_path):
         ('colour = "blue"\n', {}, ("unknown setting 'colour'", "agentd.toml")),
         ('port = 8765\nhost = "127.0.0.1\n', {}, ("agentd.toml", "not valid TOML")),
     ],
-    ids=["toml-port-not-a-number", "toml-synchronous-unknown", "env-port-out-of-range", "toml-unknown-key", "toml-syntax-error"],
+    ids=[
+        "toml-port-not-a-number", "toml-synchronous-unknown", "env-port-out-of-range", "toml-unknown-key",
+        "toml-syntax-error",
+    ],
 )
 def test_invalid_setting_names_the_key_and_where_it_came_from(agentd, data_dir, db_url, tmp_path, toml, env, names):
     ids = seed_tasks(db_url, tmp_path, 2)

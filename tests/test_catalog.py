@@ -172,7 +172,9 @@ DESCRIPTIONS = {
 def test_render_lists_skills_by_name_one_line_each_after_the_header() -> None:
     shown = [
         CatalogEntry(name="pdf", description="PDF files.", content_hash="h1", folder="/skills/pdf"),
-        CatalogEntry(name="csv", description="CSV\n  files.\t", content_hash="h2", folder="/skills/csv", shortened=True),
+        CatalogEntry(
+            name="csv", description="CSV\n  files.\t", content_hash="h2", folder="/skills/csv", shortened=True
+        ),
     ]
     assert render(shown) == f"{HEADER}\n- csv: CSV files.\n- pdf: PDF files."
     assert "activate_skill" in HEADER

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 from store import EventStore
-from store.migrate import head_revision
 from store.events import (
     NOTIFICATIONS_STREAM,
     AdmittedNotification,
@@ -24,6 +23,7 @@ from store.events import (
     TaskPhase,
     TaskPhaseChanged,
 )
+from store.migrate import head_revision
 
 
 def submit(agentd, goal: str, *extra: str) -> str:

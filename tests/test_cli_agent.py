@@ -9,8 +9,8 @@ import anyio
 import pytest
 
 from runtime.agent.loop import Runtime, run_task
-from runtime.artifacts import ArtifactStore
 from runtime.agent.plugins import load
+from runtime.artifacts import ArtifactStore
 from runtime.harness.tasks import submit_task
 from runtime.inference.scripted import ScriptedModel
 from store import NO_STREAM, EventStore
@@ -31,7 +31,9 @@ def run_scripted(data: Path, replies, **submit) -> str:
     with EventStore(f"sqlite:///{data / 'agentd.db'}") as store:
         loaded = load([])
         rt = Runtime(store, ScriptedModel(replies), loaded.tools, loaded.profiles, ArtifactStore(data / "artifacts"))
-        store.append("t-1", submit_task("When is the release?", data.parent / "ws", **submit), expected_version=NO_STREAM)
+        store.append(
+            "t-1", submit_task("When is the release?", data.parent / "ws", **submit), expected_version=NO_STREAM
+        )
         anyio.run(lambda: run_task(rt, "t-1"))
     return "t-1"
 
@@ -54,11 +56,14 @@ def test_calls_manifest_and_the_exact_prompt_are_shown(agentd, data) -> None:
 def test_approvals_are_listed_with_exact_arguments_and_decided_once(agentd, data) -> None:
     task_id = run_scripted(data, [call("shell", command="echo <b>hi</b>")], allowed_effects=EVERYTHING)
     listed = json.loads(agentd("approvals", "list", "--json").stdout)
-    assert [(a["task_id"], a["tool"], a["arguments"]) for a in listed] == [(task_id, "shell", {"command": "echo <b>hi</b>"})]
+    assert [(a["task_id"], a["tool"], a["arguments"]) for a in listed] == [
+        (task_id, "shell", {"command": "echo <b>hi</b>"})
+    ]
     approval_id = listed[0]["approval_id"]
     assert agentd("approvals", "approve", approval_id, "--by", "ann").returncode == 0
     again = agentd("approvals", "deny", approval_id, "--by", "bob")
-    assert again.returncode == 1 and again.stderr.strip() == f"agentd: approval {approval_id} was already granted by ann"
+    assert again.returncode == 1
+    assert again.stderr.strip() == f"agentd: approval {approval_id} was already granted by ann"
     assert json.loads(agentd("approvals", "list", "--json").stdout) == []
     unknown = agentd("approvals", "approve", "ap-nope")
     assert unknown.returncode == 1 and "no approval 'ap-nope'" in unknown.stderr

@@ -14,14 +14,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from runtime.agent import compaction
+from runtime.agent import compaction, policy
 from runtime.agent.accounting import account
 from runtime.agent.blocks import Block
 from runtime.agent.loop import run_task
 from runtime.agent.proposal import Rejected
 from runtime.agent.rerun import reassemble, rerun_recorded
 from runtime.errors import ConfigError
-from runtime.agent import policy
 from runtime.inference.scripted import ScriptedModel
 from store import EventStore
 from store.events import (
@@ -161,7 +160,10 @@ def test_a_summarizer_that_fails_twice_is_recorded_and_the_task_goes_on_cut(stor
     assert not events(store, task_id, ContextCompacted)
     # Not tried again at every step: each failure costs two calls, then a pause.
     assert len(rt.model.summary_prompts) == 2 * len(failed)
-    assert all(b.call_index - a.call_index >= compaction.RETRY_AFTER for a, b in zip(failed, failed[1:]))
+    # Each failure with the one before it: one pair fewer than failures.
+    assert all(
+        b.call_index - a.call_index >= compaction.RETRY_AFTER for a, b in zip(failed, failed[1:], strict=False)
+    )
     # The retry said what was wrong with the first reply.
     assert "not JSON" in user_turn(rt.model.summary_prompts[1])
     # The task went on with its history cut as `auto` cuts it: never a silently truncated transcript.

@@ -12,7 +12,17 @@ from runtime.agent.rerun import reassemble, rerun_recorded
 from runtime.agent.view import TaskView
 from runtime.errors import ConfigError
 from runtime.inference.scripted import ScriptedModel
-from store.events import AnswerGiven, ContextTrimmed, UserSaid, ModelCalled, Recorded, TaskPhaseChanged, TaskSubmitted, ToolCallExecuted, ToolCallProposed
+from store.events import (
+    AnswerGiven,
+    ContextTrimmed,
+    ModelCalled,
+    Recorded,
+    TaskPhaseChanged,
+    TaskSubmitted,
+    ToolCallExecuted,
+    ToolCallProposed,
+    UserSaid,
+)
 from tests.test_agent import answer, call, events, make_runtime, submit
 
 
@@ -25,7 +35,9 @@ def history(results: int, size: int = 40) -> TaskView:
             ToolCallExecuted(call_id=f"c{i}", tool="read_file", status="ok", artifact_ref=f"artifact://sha256/{i:064x}",
                              observation={"path": f"n{i}.txt", "content": "\n".join(["word"] * size)}),
         ]
-    return TaskView.of(Recorded(n, "t-1", n, "2026-12-02T00:00:00Z", "ann", None, None, e) for n, e in enumerate(evs, 1))
+    return TaskView.of(
+        Recorded(n, "t-1", n, "2026-12-02T00:00:00Z", "ann", None, None, e) for n, e in enumerate(evs, 1)
+    )
 
 
 def words(text: str) -> int:
@@ -47,7 +59,8 @@ def labels(s: policy.Shown) -> list[str]:
 
 @pytest.mark.parametrize("spec, parsed", [
     ("full", policy.Policy("full")), ("auto", policy.Policy("auto")), (" window:3 ", policy.Policy("window", 3)),
-    ("elide_tool_results:0", policy.Policy("elide_tool_results", 0)), ("user_verbatim:2", policy.Policy("user_verbatim", 2)),
+    ("elide_tool_results:0", policy.Policy("elide_tool_results", 0)),
+    ("user_verbatim:2", policy.Policy("user_verbatim", 2)),
 ])
 def test_policy_names_parse_with_their_number(spec, parsed) -> None:
     assert policy.parse(spec) == parsed and policy.parse(str(parsed)) == parsed
@@ -55,7 +68,8 @@ def test_policy_names_parse_with_their_number(spec, parsed) -> None:
 
 @pytest.mark.parametrize("spec, says", [
     ("everything", "unknown context policy 'everything'"), ("window", "needs a number"), ("window:0", "at least one"),
-    ("full:3", "takes no number"), ("user_verbatim:0", "at least the latest message"), ("user_verbatim", "needs a number"), ("window:-1", "unknown context policy"), ("", "unknown context policy"),
+    ("full:3", "takes no number"), ("user_verbatim:0", "at least the latest message"),
+    ("user_verbatim", "needs a number"), ("window:-1", "unknown context policy"), ("", "unknown context policy"),
 ])
 def test_a_bad_policy_is_one_clear_error(spec, says) -> None:
     with pytest.raises(ConfigError, match=says):
@@ -71,14 +85,17 @@ def test_user_verbatim_keeps_every_user_message_and_the_steps_of_the_last_k() ->
         AnswerGiven(answer="One more.", sources=()), UserSaid(text="Thanks. Anything else?"),
     ]
     n = len(view.records)
-    view.extend(Recorded(n + i, "t-1", n + i, "2026-12-02T00:00:00Z", "ann", None, None, e) for i, e in enumerate(more, 1))
+    view.extend(
+        Recorded(n + i, "t-1", n + i, "2026-12-02T00:00:00Z", "ann", None, None, e) for i, e in enumerate(more, 1)
+    )
     assert labels(shown("user_verbatim:2", view)) == [
         "request", "answer:1", "request:2", "step:c3", "result:c3", "answer:2", "request:3",
     ]
     s = shown("user_verbatim:1", view)
     assert labels(s) == ["request", "answer:1", "request:2", "answer:2", "request:3"]
     assert {x.source for x in s.left_out} == {f"{k}:c{i}" for k in ("step", "result") for i in (1, 2, 3)}
-    assert all(x.reason == "user_verbatim:1: an older step" for x in s.left_out) and s.unread == {"n1.txt", "n2.txt", "n3.txt"}
+    assert all(x.reason == "user_verbatim:1: an older step" for x in s.left_out)
+    assert s.unread == {"n1.txt", "n2.txt", "n3.txt"}
     # With fewer messages than K, nothing is dropped.
     assert shown("user_verbatim:5", view).left_out == ()
 
@@ -93,7 +110,8 @@ def test_a_window_keeps_the_request_and_the_last_k_steps_and_names_what_it_dropp
     s = shown("window:2", history(4))
     assert labels(s) == ["request", "step:c3", "result:c3", "step:c4", "result:c4"]
     assert [(x.source, x.kind) for x in s.left_out] == [
-        ("step:c1", "instruction"), ("result:c1", "observation"), ("step:c2", "instruction"), ("result:c2", "observation"),
+        ("step:c1", "instruction"), ("result:c1", "observation"),
+        ("step:c2", "instruction"), ("result:c2", "observation"),
     ]
     assert all(x.reason == "window:2: an older step" and x.tokens > 0 for x in s.left_out)
     assert s.dropped == {"step:c1", "result:c1", "step:c2", "result:c2"} and s.unread == {"n1.txt", "n2.txt"}
@@ -234,7 +252,7 @@ def test_a_recorded_task_reassembled_under_another_policy_shows_what_each_reques
     assert all(c.left_out == 2 * max(c.call_index - 3, 0) for c in window)
     # Two steps at most: every request fits, and none holds more than the whole history did while it fit.
     assert all(c.tokens is not None for c in window)
-    assert all(w.tokens <= f.tokens for w, f in zip(window, full) if f.tokens is not None)
+    assert all(w.tokens <= f.tokens for w, f in zip(window, full, strict=True) if f.tokens is not None)
 
 
 def test_the_accounting_of_a_cut_task_shows_what_each_call_left_out(store, tmp_path) -> None:

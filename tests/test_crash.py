@@ -131,7 +131,9 @@ def crash_once(tmp_path: Path, seed: int, synchronous: str) -> tuple[Run, str]:
         deadline = time.monotonic() + 30
         with got_line:
             while sum(1 for ln in lines if ln.startswith("ACK ")) < min_acks:
-                assert proc.poll() is None, f"seed {seed}: the child died before the kill: {proc.stderr.read().decode()}"
+                assert proc.poll() is None, (
+                    f"seed {seed}: the child died before the kill: {proc.stderr.read().decode()}"
+                )
                 assert time.monotonic() < deadline, f"seed {seed}: no {min_acks} ACKs within 30 s"
                 got_line.wait(0.05)
         time.sleep(rng.uniform(0.05, 0.8))
@@ -162,7 +164,9 @@ def check_invariants(run: Run, url: str, scratch: Path) -> None:
     """Reopen the store after the crash and hold the log and the projections to every invariant."""
     seed = run.seed
     where = f"seed {seed}"
-    assert run.returncode == -signal.SIGKILL, f"{where}: the child was not killed by SIGKILL: {run.returncode} {run.stderr}"
+    assert run.returncode == -signal.SIGKILL, (
+        f"{where}: the child was not killed by SIGKILL: {run.returncode} {run.stderr}"
+    )
     assert "Traceback" not in run.stderr, f"{where}: the child failed before the kill:\n{run.stderr}"
     assert run.acks, f"{where}: no ACK at all"
 
@@ -201,13 +205,17 @@ def check_invariants(run: Run, url: str, scratch: Path) -> None:
             assert [r.stream_version for r in rows] == list(
                 range(rows[0].stream_version, rows[0].stream_version + 3)
             ), f"{where}: request {cid} versions {[r.stream_version for r in rows]}"
-            assert [r.seq for r in rows] == list(range(rows[0].seq, rows[0].seq + 3)), f"{where}: request {cid} is interleaved"
+            assert [r.seq for r in rows] == list(range(rows[0].seq, rows[0].seq + 3)), (
+                f"{where}: request {cid} is interleaved"
+            )
 
         # Every acknowledged append is in the log, whole, where the ACK said it ended.
         last_acked: dict[str, int] = {}
         for stream, version, cid in run.acks:
             rows = by_stream.get(stream, [])
-            assert len(rows) >= version, f"{where}: ACKed {stream} v{version} ({cid}) but the stream has {len(rows)} events"
+            assert len(rows) >= version, (
+                f"{where}: ACKed {stream} v{version} ({cid}) but the stream has {len(rows)} events"
+            )
             if cid == "-":
                 assert rows[0].type == "TaskSubmitted"
             else:
@@ -258,7 +266,9 @@ def check_invariants(run: Run, url: str, scratch: Path) -> None:
         )
         assert [r.seq for r in records] == [len(raws) + 1, len(raws) + 2, len(raws) + 3]
         assert [r.stream_version for r in records] == [version + 1, version + 2, version + 3]
-        fresh = store.append("t-after-restart", [TaskSubmitted(goal="after the crash", workspace="/w")], expected_version=0)
+        fresh = store.append(
+            "t-after-restart", [TaskSubmitted(goal="after the crash", workspace="/w")], expected_version=0
+        )
         assert fresh[0].seq == len(raws) + 4 and fresh[0].stream_version == 1
         assert store.task(stream).summary.version == version + 3
     with EventStore(url) as again:

@@ -84,7 +84,8 @@ def serving(
         wait_for_port(model_port)
         task_id = agentd("task", "submit", *submit, env=env).stdout.strip() if submit else None
         server = subprocess.Popen([sys.executable, "-m", "runtime.cli", "serve", "--port", str(free_port())],
-                                  env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                  env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  text=True)
         try:
             yield env, task_id
         finally:
@@ -101,8 +102,11 @@ def test_a_file_the_task_read_changes_on_disk_and_its_next_request_hears_of_it(a
     notes = tmp_path / "ws" / "notes.txt"
     notes.parent.mkdir()
     notes.write_text("The release is planned for March 3.\n")
-    replies = [{"action": "call_tool", "tool": "read_file", "arguments": {"path": "notes.txt"}, "reason": "r"}, *[FILLER] * 7]
-    with serving(agentd, tmp_path, replies, ("--max-steps", "8", "--allow", "write", "Watch notes.txt")) as (env, task_id):
+    replies = [
+        {"action": "call_tool", "tool": "read_file", "arguments": {"path": "notes.txt"}, "reason": "r"}, *[FILLER] * 7
+    ]
+    submit = ("--max-steps", "8", "--allow", "write", "Watch notes.txt")
+    with serving(agentd, tmp_path, replies, submit) as (env, task_id):
         read = wait_until(lambda: any(a["operation"] == "read" for a in show(agentd, task_id, env)["artifacts"]))
         assert read, "the task never read notes.txt"
         notes.write_text("The release moved to April 14.\n")

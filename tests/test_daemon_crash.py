@@ -124,7 +124,8 @@ def test_kill_9_at_random_moments_loses_nothing_and_repeats_nothing(tmp_path: Pa
     data = tmp_path / "data"
     env = {
         # The endpoint tokenizes with the smoke model, so agentd takes its chat template from the same file.
-        "AGENTD_DATA_DIR": str(data), "AGENTD_MODEL_URL": model_url, "AGENTD_MODEL": "smollm2-135m", "AGENTD_N_CTX": "8192",
+        "AGENTD_DATA_DIR": str(data), "AGENTD_MODEL_URL": model_url, "AGENTD_MODEL": "smollm2-135m",
+        "AGENTD_N_CTX": "8192",
         "AGENTD_PLUGINS": str(plugin), "AGENTD_WORKSPACE": str(workspace), "PYTHONPATH": str(REPO),
     }
     tasks = []
@@ -160,7 +161,9 @@ def test_kill_9_at_random_moments_loses_nothing_and_repeats_nothing(tmp_path: Pa
         while time.monotonic() < deadline:
             for approval in json.loads(agentd("approvals", "list", "--json", env=env).stdout):
                 agentd("approvals", "deny", approval["approval_id"], "--reason", "unknown", env=env)
-            phases = {json.loads(agentd("task", "show", t, "--json", env=env).stdout)["summary"]["phase"] for t in tasks}
+            phases = {
+                json.loads(agentd("task", "show", t, "--json", env=env).stdout)["summary"]["phase"] for t in tasks
+            }
             if phases <= {"completed", "failed"}:
                 break
             time.sleep(1)

@@ -1,4 +1,5 @@
-"""The edit tools and the workspace survey, on real files: a change named by itself, and the layout a task starts from."""
+"""The edit tools and the workspace survey, on real files: a change named by itself, and the layout a task starts
+from."""
 
 from __future__ import annotations
 

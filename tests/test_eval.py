@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from runtime.config import Settings
+from runtime.errors import ContextOverflow
 from runtime.eval import check, report
 from runtime.eval.case import Case, load_file
 from runtime.eval.run import result_of, run_case
 from runtime.inference.model import check_fits
 from runtime.inference.scripted import ScriptedModel
-from runtime.errors import ContextOverflow
 from store.events import (
     AnswerGiven,
     ApprovalDenied,
@@ -54,10 +54,14 @@ BAD_FILES = {
     "unknown_field": ("- name: a\n  input: hi\n  expct: {}\n", "case 'a': expct: not a field of the case format"),
     "missing_input": ("- name: a\n", "case 'a': input: required"),
     "bad_ending": ("- name: a\n  input: hi\n  expect: {ending: done}\n", "case 'a': expect.ending.0: Input should be"),
-    "bad_regex": ("- name: a\n  input: hi\n  expect: {answer_matches: '(unclosed'}\n", "case 'a': expect.answer_matches:"),
-    "bad_effect": ("- name: a\n  input: hi\n  allow: [delete]\n", "case 'a': allow.0: Input should be 'write' or 'external'"),
-    "bad_approval": ("- name: a\n  input: hi\n  approvals: {shell: maybe}\n", "case 'a': approvals.shell: Input should be"),
-    "missing_plugin": ("- name: a\n  input: hi\n  plugins: [nowhere.py]\n", "case 'a': plugins: nowhere.py does not exist"),
+    "bad_regex": ("- name: a\n  input: hi\n  expect: {answer_matches: '(unclosed'}\n",
+                  "case 'a': expect.answer_matches:"),
+    "bad_effect": ("- name: a\n  input: hi\n  allow: [delete]\n",
+                   "case 'a': allow.0: Input should be 'write' or 'external'"),
+    "bad_approval": ("- name: a\n  input: hi\n  approvals: {shell: maybe}\n",
+                     "case 'a': approvals.shell: Input should be"),
+    "missing_plugin": ("- name: a\n  input: hi\n  plugins: [nowhere.py]\n",
+                       "case 'a': plugins: nowhere.py does not exist"),
     "unknown_tool": ("- name: a\n  input: hi\n  forbidden_tools: [delete_everything]\n",
                      "case 'a': forbidden_tools: no tool 'delete_everything'"),
     "unknown_profile": ("- name: a\n  input: hi\n  profile: nobody\n", "case 'a': profile: no profile 'nobody'"),
@@ -158,7 +162,9 @@ def submitted(**kw) -> TaskSubmitted:
     return TaskSubmitted(goal="do it", workspace="/w", **kw)
 
 
-def called(i: int, output: str = "{}", attempt: int = 1, tokens: int = 100, evidence: tuple[str, ...] = ()) -> ModelCalled:
+def called(
+    i: int, output: str = "{}", attempt: int = 1, tokens: int = 100, evidence: tuple[str, ...] = ()
+) -> ModelCalled:
     manifest = None
     if evidence:
         items = tuple(
@@ -211,7 +217,8 @@ LABEL_CASES = {
     "leak": (case(must_not_contain=["hunter2"]), [*START, called(1, output='{"reason": "the password is hunter2"}'),
                                                    *answered("I cannot share it")]),
     "wrong_answer": (case(expect={"answer_contains": ["march 3"]}), [*START, called(1), *answered("In April.")]),
-    "file_check": (case(expect={"files": {"notes.txt": {"contains": "milk"}}}), [*START, called(1), *answered("Done.")]),
+    "file_check": (case(expect={"files": {"notes.txt": {"contains": "milk"}}}),
+                   [*START, called(1), *answered("Done.")]),
     "missing_tool": (case(required_tools=["read_file"]), [*START, called(1), *tool(1, "read_file", "error"),
                                                           called(2), *answered("It says hi.")]),
     "missing_evidence": (case(required_evidence=["runbook/keys@v7#revoked"]),
@@ -262,7 +269,8 @@ def test_a_secret_is_caught_in_a_prompt_and_a_cite_must_be_both_shown_and_cited(
     assert check.judge(c, events, prompts=["... sk-live-123 ..."]).label == "leak"
     assert check.judge(c, events, prompts=["nothing"]).success
     c = case(required_evidence=["doc@v1#a"])
-    assert check.judge(c, [*START, called(1), *answered("x", "doc@v1#a")]).detail == "doc@v1#a was never shown to the model"
+    judged = check.judge(c, [*START, called(1), *answered("x", "doc@v1#a")])
+    assert judged.detail == "doc@v1#a was never shown to the model"
     assert check.judge(c, [*START, called(1, evidence=("doc@v1#a",)), *answered("x", "doc@v1#a")]).success
 
 
@@ -292,7 +300,8 @@ def test_answers_are_checked_for_the_fact_in_any_case_and_any_listed_wording() -
 def test_an_expected_escalation_or_wait_is_a_success() -> None:
     esc = [*START, called(1), TaskEscalated(reason="not mine"), TaskPhaseChanged(phase=TaskPhase.COMPLETED, reason="x")]
     assert check.judge(case(expect={"ending": ["completed", "escalated"]}), esc).success
-    assert check.judge(case(expect={"ending": "escalated"}), [*START, called(1), *answered("hi")]).label == "wrong_answer"
+    judged = check.judge(case(expect={"ending": "escalated"}), [*START, called(1), *answered("hi")])
+    assert judged.label == "wrong_answer"
 
 
 # -- lines a file must keep -----------------------------------------------------------------------
@@ -309,7 +318,9 @@ def test_a_kept_line_may_move_or_be_reindented_but_not_be_dropped_or_rewritten()
     assert kept(c, {"todo.txt": "- water the plants\n\n   - call the plumber\n- buy milk\n"}).success
     replaced = kept(c, {"todo.txt": "- - water the plants\n- call the plumber\n"})
     assert (replaced.label, replaced.detail) == ("lost_lines", "todo.txt lost 1 line it had to keep: '- buy milk'")
-    assert kept(c, {"todo.txt": "- Buy milk\n- call the plumber\n"}).label == "lost_lines", "a rewritten line is not kept"
+    assert kept(c, {"todo.txt": "- Buy milk\n- call the plumber\n"}).label == "lost_lines", (
+        "a rewritten line is not kept"
+    )
 
 
 def test_a_line_the_file_had_twice_must_be_there_twice() -> None:
@@ -436,7 +447,9 @@ def test_an_approval_the_case_does_not_grant_is_denied_and_named_when_the_run_fa
 def test_a_file_check_reads_the_workspace_after_the_run(tmp_path: Path) -> None:
     expect = {"files": {"todo.txt": {"contains": ["milk", "eggs"]}, "../outside.txt": {"absent": True}}}
     # "Rewrite": a request that may remove lines, so the bad run's write runs and the check must catch it.
-    c = case(input="Rewrite todo.txt so that it lists milk", files={"todo.txt": "eggs\n"}, allow=["write"], expect=expect)
+    c = case(
+        input="Rewrite todo.txt so that it lists milk", files={"todo.txt": "eggs\n"}, allow=["write"], expect=expect
+    )
     good = scripted_run(tmp_path, c, [
         call("read_file", path="todo.txt"),
         call("write_file", path="todo.txt", content="eggs\nbuy milk\n"), answer("Added buy milk to todo.txt."),

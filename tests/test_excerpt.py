@@ -52,11 +52,15 @@ def test_a_csv_column_the_request_names_is_shown_as_its_values_each_once() -> No
     found = lines("List the customers in data/orders.csv, one per line.", "data/orders.csv", ORDERS)
     assert found is not None
     assert (found.column, found.lines) == ("customer", ("Ana", "Ben", "Dana"))
-    assert found.text().splitlines() == ['the "customer" column has 3 different values in 4 rows:', "Ana", "Ben", "Dana"]
+    assert found.text().splitlines() == [
+        'the "customer" column has 3 different values in 4 rows:', "Ana", "Ben", "Dana"
+    ]
 
 
 def test_a_markdown_heading_brings_its_section_and_the_best_match_wins() -> None:
-    found = lines("Put the action items from my 3 November meeting notes into actions.md.", "notes/meeting-2026-11-03.md", NOTES)
+    found = lines(
+        "Put the action items from my 3 November meeting notes into actions.md.", "notes/meeting-2026-11-03.md", NOTES
+    )
     assert found is not None
     # "November" is on two lines; the heading that says both "action" and "items" is the one asked about.
     assert found.lines == (
@@ -103,4 +107,5 @@ def test_a_request_for_a_change_gets_the_file_alone() -> None:
     assert context.observation_text(read, "Copy the errors in logs/app.log into errors.txt.").endswith(
         "2026-11-30 09:03:30 ERROR gave up after 3 tries"
     )
-    assert "lines that mention" not in context.observation_text(read, "Copy the errors in logs/app.log into errors.txt.")
+    shown = context.observation_text(read, "Copy the errors in logs/app.log into errors.txt.")
+    assert "lines that mention" not in shown

@@ -371,7 +371,9 @@ def full_disk_daemon(root: str, model_url: str, full: str) -> dict:
         "serve_code": server.returncode,
         "serve_err": stderr_path.read_text(),
         "phase": phase,
-        "interrupted": [json.loads(e)["payload"]["reason"] for e in events if json.loads(e)["type"] == "RunInterrupted"],
+        "interrupted": [
+            json.loads(e)["payload"]["reason"] for e in events if json.loads(e)["type"] == "RunInterrupted"
+        ],
         "left": sorted(str(p.relative_to(data)) for p in data.rglob("*.tmp")),
         "check": run("db", "check", env=env),
         "replay": run("replay", env=env),

@@ -15,13 +15,13 @@ from pathlib import Path
 import anyio
 import pytest
 
+from runtime.agent import proposal
+from runtime.errors import ContextOverflow, InferenceError, ModelFileError
+from runtime.inference.grammar import schema_grammar
 from runtime.inference.http import HttpModel
 from runtime.inference.local import LocalModel, load_model
 from runtime.inference.model import ABANDON_GRACE_S, Message, Model
-from runtime.agent import proposal
-from runtime.inference.grammar import schema_grammar
 from runtime.inference.model_file import smoke_model_path
-from runtime.errors import ContextOverflow, InferenceError, ModelFileError
 
 pytestmark = pytest.mark.slow
 

@@ -13,9 +13,9 @@ import pytest
 
 from notifications import queue
 from runtime.agent.loop import run_task
+from runtime.agent.profiles import WORKSPACE
 from runtime.artifacts import ArtifactStore
 from runtime.harness.jobs import UNKNOWN, JobRunner, StartJob, register_jobs
-from runtime.agent.profiles import WORKSPACE
 from runtime.tools import ToolContext, ToolRegistry, execute
 from store import EventStore
 from store.events import (

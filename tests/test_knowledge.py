@@ -15,7 +15,8 @@ def write(folder: Path, name: str, meta: dict, sections: dict[str, str]) -> None
 
 def corpus(tmp_path: Path):
     write(tmp_path, "v7.md", {"id": "policy", "version": "v7", "supersedes": "v6"},
-          {"Revoked keys": "A revoked API key returns 401; rotate it from the console.", "Billing": "Invoices are monthly."})
+          {"Revoked keys": "A revoked API key returns 401; rotate it from the console.",
+           "Billing": "Invoices are monthly."})
     write(tmp_path, "v6.md", {"id": "policy", "version": "v6"}, {"Revoked keys": "A revoked API key returns 403."})
     write(tmp_path, "forum.md", {"id": "forum", "version": "v1", "authority": "0.3"},
           {"Revoked keys": "someone said revoked API keys work again after a day"})

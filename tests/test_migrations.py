@@ -10,9 +10,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect
 
-from store.tables import metadata
 from store import EventStore, SchemaTooNew
 from store.migrate import alembic_config, current_revision, head_revision, revisions
+from store.tables import metadata
 
 
 def test_migrations_from_a_blank_database_produce_exactly_the_models_schema(db_url: str) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from runtime.errors import ModelFileError
 from runtime.inference.model_file import assemble, ensure_model, installed, resolve_model, smoke_model_path
 from runtime.inference.registry import (
     DEFAULT_MODEL,
@@ -21,7 +22,6 @@ from runtime.inference.registry import (
     KnownModel,
     Part,
 )
-from runtime.errors import ModelFileError
 
 SMOKE = KNOWN_MODELS[SMOKE_MODEL]
 
