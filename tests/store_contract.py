@@ -9,8 +9,17 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from sqlalchemy import text
 
-from store import ANY, NO_STREAM, ConcurrencyConflict, EventStore, InvalidEvent, StoreError, UnknownEventType
-from store import audit, log
+from store import (
+    ANY,
+    NO_STREAM,
+    ConcurrencyConflict,
+    EventStore,
+    InvalidEvent,
+    StoreError,
+    UnknownEventType,
+    audit,
+    log,
+)
 from store.errors import LogDamaged
 from store.events import (
     ApprovalGranted,
@@ -65,7 +74,9 @@ class StoreContract:
     def test_append_assigns_consecutive_seq_and_stream_versions(self, store: EventStore) -> None:
         a = store.append("t-a", [submitted(), TaskPhaseChanged(phase=TaskPhase.RUNNING)], expected_version=NO_STREAM)
         b = store.append("t-b", [submitted()], expected_version=NO_STREAM)
-        c = store.append("t-a", [ModelCalled(call_index=1, model="m", prompt_tokens=5, completion_tokens=2)], expected_version=2)
+        c = store.append(
+            "t-a", [ModelCalled(call_index=1, model="m", prompt_tokens=5, completion_tokens=2)], expected_version=2
+        )
         assert [r.seq for r in a + b + c] == [1, 2, 3, 4]
         assert [r.stream_version for r in a] == [1, 2]
         assert [r.stream_version for r in b] == [1]
@@ -154,7 +165,7 @@ class StoreContract:
         store.append("t-a", [submitted()])
         for statement in ("UPDATE events SET actor = 'mallory'", "DELETE FROM events"):
             with pytest.raises(Exception, match="append-only"):
-                store.in_write_transaction(lambda conn: conn.execute(text(statement)))
+                store.in_write_transaction(lambda conn, statement=statement: conn.execute(text(statement)))
         assert store.read_stream("t-a")[0].actor == "agentd"
 
     # -- the chain -------------------------------------------------------------------------------
@@ -258,7 +269,9 @@ class StoreContract:
             ("old.txt", "delete", None, None, recs[4].seq),
         ]
         # The test result lands on the latest version of the tested file, not on earlier reads.
-        assert [(a.test_status, a.test_seq) for a in arts] == [(None, None), ("passed", recs[3].seq), (None, None), (None, None)]
+        assert [(a.test_status, a.test_seq) for a in arts] == [
+            (None, None), ("passed", recs[3].seq), (None, None), (None, None)
+        ]
         assert store.task("t-a").summary.test_status == "passed"
 
     def test_task_event_on_a_stream_with_no_submitted_task_is_refused(self, store: EventStore) -> None:
@@ -280,7 +293,10 @@ class StoreContract:
 
     def test_projections_equal_the_fold_of_the_whole_log(self, store: EventStore) -> None:
         store.append("t-a", [submitted(), TaskPhaseChanged(phase=TaskPhase.RUNNING)])
-        store.append("t-a", [ArtifactWritten(path="x", sha256=SHA_A, size=1), TestsRan(command="t", status="failed", paths=("x",))])
+        store.append(
+            "t-a",
+            [ArtifactWritten(path="x", sha256=SHA_A, size=1), TestsRan(command="t", status="failed", paths=("x",))],
+        )
         store.append("t-b", [submitted()])
         with store.reading() as conn:
             folded = fold(log.iter_records(conn))

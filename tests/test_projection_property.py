@@ -8,10 +8,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from store import EventStore, log
+from store.calls import ToolCall
 from store.events import (
     NOTIFICATIONS_STREAM,
     SCHEDULES_STREAM,
@@ -41,7 +41,6 @@ from store.events import (
     ToolCallProposed,
     ToolCallStarted,
 )
-from store.calls import ToolCall
 from store.replay import verify
 from store.state import Schedule, fold_all
 from store.tables import schedules, tool_calls
@@ -143,7 +142,9 @@ class Model:
             self.approvals += 1
             approval_id = f"ap-{self.approvals}"
             pending.append(approval_id)
-            return ApprovalRequested(approval_id=approval_id, call_id=f"c{n}", tool="shell", arguments_hash=HEX[n % 16] * 64)
+            return ApprovalRequested(
+                approval_id=approval_id, call_id=f"c{n}", tool="shell", arguments_hash=HEX[n % 16] * 64
+            )
         if kind in ("grant", "deny") and pending:
             approval_id = pending.pop(n % len(pending))
             if kind == "grant":

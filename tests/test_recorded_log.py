@@ -80,7 +80,7 @@ def test_the_recorded_task_shows_where_its_tokens_went(agentd, tmp_path: Path) -
     shown = json.loads(agentd("task", "show", TASK, "--buckets", "--json", env=e).stdout)
     rows = shown["calls"]
     assert [(r["call_index"], r["attempt"]) for r in rows] == [(c["call_index"], c["attempt"]) for c in called]
-    for row, c in zip(rows, called):
+    for row, c in zip(rows, called, strict=True):
         b = c["manifest"]["buckets"]
         assert (row["system"], row["tool_definitions"], row["tool_results"], row["conversation"], row["total"]) == (
             b["system"], b["tool_definitions"], b["tool_results"], b["conversation"], b["total"]

@@ -33,10 +33,14 @@ def workspace(tmp_path: Path) -> Path:
 
 def crashed_during(store, task_id: str, tool: str, arguments: dict, idempotent: bool, approved: bool = False) -> None:
     """The log as agentd leaves it when killed while a tool runs: proposed, (approved,) started, no result."""
-    events_ = [TaskPhaseChanged(phase=TaskPhase.RUNNING), ToolCallProposed(call_id="c1", tool=tool, arguments=arguments)]
+    events_ = [
+        TaskPhaseChanged(phase=TaskPhase.RUNNING), ToolCallProposed(call_id="c1", tool=tool, arguments=arguments)
+    ]
     if approved:
         events_ += [
-            ApprovalRequested(approval_id="ap-first", call_id="c1", tool=tool, arguments_hash=arguments_hash(arguments)),
+            ApprovalRequested(
+                approval_id="ap-first", call_id="c1", tool=tool, arguments_hash=arguments_hash(arguments)
+            ),
             ApprovalGranted(approval_id="ap-first", by="ann"),
         ]
     events_.append(ToolCallStarted(call_id="c1", tool=tool, idempotent=idempotent))
@@ -78,7 +82,9 @@ def test_a_non_idempotent_call_whose_rerun_is_denied_is_recorded_as_unknown_and_
     store, workspace, tmp_path
 ) -> None:
     task_id = submit(store, workspace, allowed_effects=EVERYTHING)
-    crashed_during(store, task_id, "shell", {"command": "echo ran >> side-effects.txt"}, idempotent=False, approved=True)
+    crashed_during(
+        store, task_id, "shell", {"command": "echo ran >> side-effects.txt"}, idempotent=False, approved=True
+    )
     rt = make_runtime(store, ScriptedModel([answer("I could not tell whether it ran")]), tmp_path)
     run(rt, task_id)
     request = events(store, task_id, ApprovalRequested)[-1]

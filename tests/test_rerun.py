@@ -14,7 +14,6 @@ from runtime.inference.scripted import ScriptedModel
 from store import EventStore
 from tests.test_agent import answer, call, make_runtime, submit
 
-
 REPLIES = [call("read_log", path="notes.txt"), call("read_file", path="notes.txt"), answer("March 3", "notes.txt")]
 
 
@@ -71,7 +70,8 @@ def test_a_changed_validation_is_reported_as_a_different_outcome(recorded, monke
 def test_the_cli_exits_non_zero_naming_the_step(recorded_on_the_smoke_model, agentd) -> None:
     store, task_id, tmp_path = recorded_on_the_smoke_model
     ok = agentd("replay", "--task", task_id, "--recorded",
-                env={"AGENTD_DATABASE_URL": f"sqlite:///{tmp_path / 'agentd.db'}", "AGENTD_DATA_DIR": str(tmp_path / "data"),
+                env={"AGENTD_DATABASE_URL": f"sqlite:///{tmp_path / 'agentd.db'}",
+                     "AGENTD_DATA_DIR": str(tmp_path / "data"),
                          "AGENTD_MODEL": "smollm2-135m"})
     assert ok.returncode == 0, ok.stderr
     assert "every manifest and outcome matches" in ok.stdout

@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from runtime.errors import InvalidCommand
 from runtime.harness.schedules import (
     ScheduleRunner,
     add_schedule,
@@ -20,7 +21,6 @@ from runtime.harness.schedules import (
     latest_fire_time,
 )
 from store import EventStore
-from runtime.errors import InvalidCommand
 from store.events import SCHEDULES_STREAM, ScheduleFired, TaskSubmitted
 from store.log import iter_records
 from tests.conftest import run_agentd

@@ -10,8 +10,7 @@ from unittest import mock
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from runtime.skills import skill
 from runtime.skills.skill import (

@@ -371,7 +371,9 @@ def test_register_skill_tools_adds_both_with_their_contracts() -> None:
     assert reader["scope"] == "skill" and runner["timeout_s"] == 60
     assert {"skill_not_active", "outside_skill", "not_text"} <= set(reader["errors"])
     assert {"skill_not_active", "outside_skill", "not_runnable", "timeout"} <= set(runner["errors"])
-    schema_grammar(proposal.schema({t.name: inline_schema(t.contract.input_model) for t in registry.select()}, skills=[]))
+    schema_grammar(
+        proposal.schema({t.name: inline_schema(t.contract.input_model) for t in registry.select()}, skills=[])
+    )
 
 
 # --- the bundled skills ---------------------------------------------------------------------------------

@@ -10,14 +10,14 @@ import anyio
 import pytest
 
 from notifications import queue
-from runtime.skills.watcher import CatalogWatcher
 from runtime.agent.loop import Runtime, run_task
-from runtime.artifacts import ArtifactStore
 from runtime.agent.plugins import load
 from runtime.agent.profiles import WORKSPACE
 from runtime.agent.rerun import rerun_recorded
+from runtime.artifacts import ArtifactStore
 from runtime.inference.scripted import ScriptedModel
 from runtime.skills.tools import register_skill_tools
+from runtime.skills.watcher import CatalogWatcher
 from store.events import (
     ApprovalGranted,
     ApprovalRequested,
@@ -46,7 +46,9 @@ def skills(tmp_path: Path) -> Path:
     root = tmp_path / "skills"
     write_skill(root, "release-notes", "Writes release notes from a changelog. Use when asked for release notes.",
                 body="1. Read CHANGELOG.md.\n2. Group the entries by kind.", allowed_tools="shell")
-    write_skill(root, "api-triage", "Diagnoses API errors. Use when an API call fails.", body="Check the status page first.")
+    write_skill(
+        root, "api-triage", "Diagnoses API errors. Use when an API call fails.", body="Check the status page first."
+    )
     return root
 
 
@@ -164,7 +166,7 @@ def test_activate_skill_records_the_body_and_the_next_request_shows_it_with_its_
     assert (item.kind, item.version) == ("skill", activated.content_hash[:12])
     # The body was read when it was asked for; what the log holds stays, whatever the file becomes.
     (skills / "release-notes" / "SKILL.md").write_text("---\nname: release-notes\ndescription: x\n---\nNew text.\n")
-    from runtime.agent.loop import build_request, _Runner
+    from runtime.agent.loop import _Runner, build_request
 
     runner = _Runner(rt, task_id)
     runner._load()
@@ -193,7 +195,8 @@ def test_a_goal_naming_no_installed_skill_activates_nothing(store, tmp_path, wor
 def test_activating_an_unknown_or_already_active_skill_is_refused_with_the_reason(
     store, tmp_path, workspace, skills
 ) -> None:
-    replies = [activate("api-triage"), activate("api-triage"), call("read_file", path="notes.txt"), activate("nonexistent"),
+    replies = [activate("api-triage"), activate("api-triage"), call("read_file", path="notes.txt"),
+               activate("nonexistent"),
                answer("done")]
     rt = runtime(store, tmp_path, replies, roots=[skills])
     task_id = submit(store, workspace, profile="skilled")

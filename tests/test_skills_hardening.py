@@ -259,7 +259,9 @@ def test_a_value_yaml_cannot_build_is_reported_at_its_line_in_words(tmp_path: Pa
 
 @pytest.mark.parametrize("separator", ["\x85", "\u2028", "\u2029"], ids=["NEL", "LS", "PS"])
 def test_unicode_line_separators_inside_values_do_not_shift_reported_lines(tmp_path: Path, separator: str) -> None:
-    broken = write(tmp_path, "pdf", md("name: pdf", f'description: "Reads PDFs{separator}and forms."', "license: 'it's'"))
+    broken = write(
+        tmp_path, "pdf", md("name: pdf", f'description: "Reads PDFs{separator}and forms."', "license: 'it's'")
+    )
     (error,) = load(broken)[1]
     assert error.line == 4
     fine = write(tmp_path / "b", "pdf", md("name: pdf", f'description: "Reads PDFs{separator}and forms."', "extra: x"))

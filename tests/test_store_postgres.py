@@ -16,7 +16,7 @@ SERVER = os.environ.get("AGENTD_TEST_POSTGRES", "postgresql+psycopg://postgres@1
 def _reachable() -> str | None:
     """Why the PostgreSQL tests cannot run here, or None when they can."""
     try:
-        import psycopg  # noqa: F401
+        import psycopg  # noqa: F401  only whether it imports
     except ImportError:
         return "psycopg is not installed"
     from sqlalchemy import create_engine

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from store import NO_STREAM, EventStore, Recorded
-from store.state import Schedule
 from store.events import (
     NOTIFICATIONS_STREAM,
     SCHEDULES_STREAM,
@@ -22,6 +21,7 @@ from store.events import (
     TaskSubmitted,
 )
 from store.queries import approvals, jobs, notifications, schedules, tasks
+from store.state import Schedule
 
 
 def submit(store: EventStore, task_id: str) -> str:

@@ -20,7 +20,9 @@ def test_sqlite_is_configured_for_wal_durability_and_foreign_keys(db_url: str) -
     with EventStore(db_url) as store:
         store.append("t-a", [submitted()])
         names = ("journal_mode", "synchronous", "foreign_keys", "busy_timeout")
-        pragmas = store.in_write_transaction(lambda conn: {p: conn.exec_driver_sql(f"PRAGMA {p}").scalar() for p in names})
+        pragmas = store.in_write_transaction(
+            lambda conn: {p: conn.exec_driver_sql(f"PRAGMA {p}").scalar() for p in names}
+        )
     assert pragmas == {"journal_mode": "wal", "synchronous": 2, "foreign_keys": 1, "busy_timeout": 5000}
 
 

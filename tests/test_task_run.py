@@ -12,16 +12,16 @@ from typing import Iterator
 
 import pytest
 
-from runtime.cli._watch import Watch, bar
 from runtime.agent.plugins import load
 from runtime.agent.progress import Progress
+from runtime.cli._watch import Watch, bar
 from tests.test_daemon import free_port
 from tests.test_daemon_crash import REPO, wait_for_port
 
 
 def a_decision(step: int = 3) -> list[Progress]:
     """One decision's reports, as the loop and the model make them: a tool call that went well."""
-    p = lambda stage, done=0, total=0, detail="": Progress("t-1", step, stage, done, total, detail)  # noqa: E731
+    p = lambda stage, done=0, total=0, detail="": Progress("t-1", step, stage, done, total, detail)  # noqa: E731  a shorthand for the list below
     return [
         p("deciding"),
         p("evaluating", 0, 2400),

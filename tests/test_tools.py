@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runtime.agent import proposal
 from runtime.artifacts import ArtifactStore
+from runtime.errors import ToolError
 from runtime.inference.grammar import schema_grammar
 from runtime.inference.model_file import smoke_model_path
 from runtime.tools import (
@@ -34,10 +35,10 @@ from runtime.tools import (
     WriteFile,
     builtin_registry,
     execute,
+    recording,
+    snapshot,
 )
 from runtime.tools.schema import inline_schema
-from runtime.tools import recording, snapshot
-from runtime.errors import ToolError
 from store.events import ArtifactRead, FileChanged, ToolCallExecuted
 
 REPO = Path(__file__).resolve().parent.parent

@@ -15,8 +15,7 @@ import anyio
 import pytest
 from structlog.testing import capture_logs
 
-from notifications import queue
-from notifications import watcher as watcher_module
+from notifications import queue, watcher as watcher_module
 from notifications.watcher import WorkspaceWatcher
 from runtime.harness.tasks import submit_task
 from store import EventStore
