@@ -30,7 +30,10 @@ run: $(VENV)/.installed
 	  "/api-key-runbook Why is my API key not working? My account is A-123."
 	SUPPORT_AGENT_ACCOUNTS=$(EXAMPLE_ACCOUNTS) $(AGENTD) serve
 
+# Lint first: a finding (a shadowed name, a loop variable a closure reads late) fails the build before
+# the suite's minutes are spent.
 test: $(VENV)/.installed-dev chromium
+	$(BIN)/ruff check runtime store notifications tests bench
 	$(BIN)/python -m pytest
 
 # The page's browser tests drive Debian's chromium: the browser a test tool downloads for itself does
