@@ -3,10 +3,7 @@ Replies are scripted; the store, the approvals and the scheduler's polling are t
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import anyio
-import pytest
 
 from runtime.agent.loop import Stopped
 from runtime.daemon import dispatch
@@ -18,13 +15,6 @@ from tests.test_agent import EVERYTHING, answer, call, events, make_runtime, sub
 
 # Long enough for a loaded machine to take two scripted decisions; a task left waiting never gets there.
 GIVE_UP_S = 30
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
 
 
 def phase(store, task_id: str) -> str:

@@ -15,13 +15,6 @@ from runtime.tools.workspace import survey
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
 def ctx(tmp_path: Path, workspace: Path) -> ToolContext:
     return ToolContext(
         task_id="task-1", tenant="acme", actor="agent", workspace=workspace,

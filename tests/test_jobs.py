@@ -33,13 +33,6 @@ from store.events import (
 from tests.test_agent import EVERYTHING, answer, call, events, scripted, submit
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
 def make_runner(store: EventStore, tmp_path: Path, **kw) -> JobRunner:
     return JobRunner(store, ArtifactStore(tmp_path / "artifacts"), tmp_path / "jobs", **kw)
 

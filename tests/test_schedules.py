@@ -32,13 +32,6 @@ def store(db_url: str):
         yield s
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
 def add(store: EventStore, workspace: Path, cron: str, goal: str = "say hello") -> str:
     added = add_schedule(cron, goal, workspace, profile="workspace", tenant="default", allowed_effects=("read",))
     store.append(SCHEDULES_STREAM, [added], actor="test")

@@ -24,13 +24,6 @@ BUNDLED = REPO / "skills"
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
 def skill(tmp_path: Path) -> Path:
     folder = tmp_path / "skills" / "demo"
     (folder / "references").mkdir(parents=True)

@@ -45,13 +45,6 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
 def ctx(tmp_path: Path, workspace: Path) -> ToolContext:
     return ToolContext(
         task_id="task-1",

@@ -34,13 +34,6 @@ T = TypeVar("T")
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
 def data_dir(workspace: Path) -> Path:
     # Inside the workspace on purpose: the store's own writes happen under the watched folder.
     d = workspace / ".agentd"
