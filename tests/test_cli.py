@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from store import EventStore
 from store.events import (
     NOTIFICATIONS_STREAM,
@@ -41,6 +43,24 @@ def test_every_command_has_help(agentd) -> None:
     ):
         result = agentd(*args, "--help")
         assert result.returncode == 0 and "Usage: agentd" in result.stdout, (args, result.stderr)
+
+
+@pytest.mark.parametrize(
+    ("args", "where"),
+    [
+        (["statu"], "agentd"),
+        (["task", "show"], "agentd task show"),
+        (["eval", "tasks"], "agentd eval tasks"),
+        (["eval", "generate", "--seed", "1", "--count", "0", "-o", "x"], "agentd eval generate"),
+        (["events", "list", "--bogus"], "agentd events list"),
+    ],
+)
+def test_a_usage_error_of_any_command_is_one_line_naming_where_help_is(agentd, args: list[str], where: str) -> None:
+    result = agentd(*args)
+    assert result.returncode == 2 and result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("agentd: "), result.stderr
+    assert lines[0].endswith(f"(see `{where} --help`)")
 
 
 def test_submit_list_show_and_cancel_a_task(agentd) -> None:

@@ -164,7 +164,9 @@ def test_a_daemon_cannot_take_a_data_directory_while_task_run_runs_a_task_there(
 def test_task_list_refuses_an_unknown_phase_and_names_the_phases(agentd, env) -> None:
     listed = agentd("task", "list", "--phase", "bogus", env=env)
     assert (listed.returncode, listed.stdout) == (2, "")
-    assert listed.stderr.splitlines() == [f"agentd: Invalid value for '--phase': 'bogus' is not a phase: {PHASES}"]
+    assert listed.stderr.splitlines() == [
+        f"agentd: Invalid value for '--phase': 'bogus' is not a phase: {PHASES} (see `agentd task list --help`)"
+    ]
     submitted(agentd, env)  # a listing reads a database; it makes none
     assert agentd("task", "list", "--phase", "cancelled", env=env).returncode == 0
 

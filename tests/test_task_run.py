@@ -209,7 +209,7 @@ def test_a_malformed_context_pair_is_a_one_line_usage_error(agentd, env, pair: s
     assert out.returncode == 2
     assert out.stderr.splitlines() == [
         f"agentd: Invalid value for '--context': {pair!r} is not KEY=VALUE "
-        "(a key of letters, digits, _ . -, and a value)"
+        "(a key of letters, digits, _ . -, and a value) (see `agentd task submit --help`)"
     ]
     assert not (Path(env["AGENTD_DATA_DIR"]) / "agentd.db").exists(), "nothing was submitted"
 
@@ -217,7 +217,9 @@ def test_a_malformed_context_pair_is_a_one_line_usage_error(agentd, env, pair: s
 @pytest.mark.slow
 def test_a_context_key_given_twice_is_a_usage_error(agentd, env) -> None:
     out = agentd("task", "submit", "--context", "a=1", "--context", "a=2", "When?", env=env)
-    assert (out.returncode, out.stderr) == (2, "agentd: Invalid value for '--context': 'a' is given twice\n")
+    assert (out.returncode, out.stderr) == (
+        2, "agentd: Invalid value for '--context': 'a' is given twice (see `agentd task submit --help`)\n"
+    )
 
 
 @pytest.mark.slow

@@ -124,6 +124,11 @@ def main(argv: list[str] | None = None) -> None:
 
 def _fail(e: BaseException) -> int:
     """Tell the user what went wrong in one line on stderr; return the exit code that says it."""
+    if isinstance(e, click.UsageError):
+        # click's usage block is three lines; every bad input gets agentd's one, naming where help is.
+        where = e.ctx.command_path if e.ctx is not None else "agentd"
+        click.echo(f"agentd: {e.format_message()} (see `{where} --help`)", err=True)
+        return e.exit_code
     if isinstance(e, click.ClickException):
         e.show()
         return e.exit_code

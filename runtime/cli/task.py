@@ -31,29 +31,15 @@ def task() -> None:
 CONTEXT_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 
-class _BadValue(click.BadParameter):
-    """A bad option value (exit 2) said in agentd's one line, not click's usage block."""
-
-    def show(self, file=None) -> None:
-        click.echo(f"agentd: {self.format_message()}", err=True)
-
-
-class _Usage(click.UsageError):
-    """Options that do not go together (exit 2), said in agentd's one line."""
-
-    def show(self, file=None) -> None:
-        click.echo(f"agentd: {self.format_message()}", err=True)
-
-
 def _context_pairs(ctx: click.Context, param: click.Parameter, pairs: tuple[str, ...]) -> dict[str, str]:
     context: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not CONTEXT_KEY.fullmatch(key) or not value:
-            raise _BadValue(f"{pair!r} is not KEY=VALUE (a key of letters, digits, _ . -, and a value)",
+            raise click.BadParameter(f"{pair!r} is not KEY=VALUE (a key of letters, digits, _ . -, and a value)",
                             param_hint="'--context'")
         if key in context:
-            raise _BadValue(f"{key!r} is given twice", param_hint="'--context'")
+            raise click.BadParameter(f"{key!r} is given twice", param_hint="'--context'")
         context[key] = value
     return context
 
@@ -136,7 +122,7 @@ def _known_phase(ctx: click.Context, param: click.Parameter, phase: str | None) 
 
     known = [p.value for p in TaskPhase]
     if phase not in known:
-        raise _BadValue(f"{phase!r} is not a phase: {', '.join(known)}", param_hint="'--phase'")
+        raise click.BadParameter(f"{phase!r} is not a phase: {', '.join(known)}", param_hint="'--phase'")
     return phase
 
 
@@ -178,7 +164,7 @@ def show(
     if prompt and manifest_n is None:
         # Not implied: a task has many calls, and guessing which one's prompt to print would print the
         # wrong one as often as not.
-        raise _Usage("--prompt needs --manifest N: the call whose prompt to print")
+        raise click.UsageError("--prompt needs --manifest N: the call whose prompt to print")
     from store.events import ModelCalled
 
     store = app.store()
