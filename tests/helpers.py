@@ -12,10 +12,20 @@ import anyio
 from runtime.agent.loop import Runtime, run_task
 from runtime.agent.plugins import load
 from runtime.artifacts import ArtifactStore
+from runtime.eval.case import Case
 from runtime.harness.tasks import submit_task
 from runtime.inference.scripted import ScriptedModel
 from runtime.tools import Tool
 from store import NO_STREAM, EventStore
+from store.events import (
+    AnswerGiven,
+    ModelCalled,
+    TaskPhase,
+    TaskPhaseChanged,
+    TaskSubmitted,
+    ToolCallExecuted,
+    ToolCallProposed,
+)
 
 # What the agent loop's tests ask about: a release date and its owner.
 RELEASE_NOTES = {"notes.txt": "The release is planned for March 3. Owner: Ana.\n"}
@@ -117,3 +127,29 @@ def serve_refused(data_dir, what: str):
         pytest.fail(f"serve started on {what}: {out[-1000:]} {err[-1000:]}")
     out, err = server.communicate()
     return subprocess.CompletedProcess(server.args, server.returncode, out, err)
+
+
+def lay_out_case(case: Case, scratch: Path) -> Path:
+    """An eval case's files in `scratch/workspace`, as a run lays them out."""
+    workspace = scratch / "workspace"
+    for name, text in case.files.items():
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_text(text, encoding="utf-8")
+    return workspace
+
+
+def recorded_run(case: Case, answer: str, *, ran: bool = True) -> list:
+    """The events of a run that ran the case's required tools (the first of each list) and answered."""
+    tools = [item if isinstance(item, str) else item[0] for item in case.required_tools] if ran else []
+    events: list = [TaskSubmitted(goal=case.input, workspace="/w", max_steps=case.step_cap),
+                    TaskPhaseChanged(phase=TaskPhase.RUNNING, reason="started")]
+    for i, name in enumerate(tools, start=1):
+        events += [_model_called(i), ToolCallProposed(call_id=f"c{i}", tool=name),
+                   ToolCallExecuted(call_id=f"c{i}", tool=name, status="ok")]
+    events += [_model_called(len(tools) + 1), AnswerGiven(answer=answer),
+               TaskPhaseChanged(phase=TaskPhase.COMPLETED, reason="answered")]
+    return events
+
+
+def _model_called(step: int) -> ModelCalled:
+    return ModelCalled(call_index=step, attempt=1, model="m", prompt_tokens=100, completion_tokens=10, output="{}")

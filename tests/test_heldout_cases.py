@@ -13,16 +13,8 @@ import pytest
 from runtime.eval import check
 from runtime.eval.case import Case, load_file
 from runtime.eval.run import files_after, preflight
-from store.events import (
-    AnswerGiven,
-    ModelCalled,
-    TaskPhase,
-    TaskPhaseChanged,
-    TaskSubmitted,
-    ToolCallExecuted,
-    ToolCallProposed,
-)
 from tests.conftest import REPO
+from tests.helpers import lay_out_case, recorded_run
 
 HELDOUT = REPO / "bench" / "evals" / "edits.yaml"
 CASES = {c.name: c for c in load_file(HELDOUT)}
@@ -144,14 +136,6 @@ FALSE_CLAIMS = {
 }
 
 
-def lay_out(case: Case, scratch: Path) -> Path:
-    workspace = scratch / "workspace"
-    for name, text in case.files.items():
-        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
-        (workspace / name).write_text(text, encoding="utf-8")
-    return workspace
-
-
 def apply(workspace: Path, changes: dict[str, Change]) -> None:
     for name, change in changes.items():
         path = workspace / name
@@ -159,27 +143,10 @@ def apply(workspace: Path, changes: dict[str, Change]) -> None:
         path.write_text(change(path.read_text(encoding="utf-8") if path.exists() else None), encoding="utf-8")
 
 
-def recorded(case: Case, answer: str, *, ran: bool = True) -> list:
-    """The events of a run that ran the case's required tools (the first of each list) and answered."""
-    tools = [item if isinstance(item, str) else item[0] for item in case.required_tools] if ran else []
-    events: list = [TaskSubmitted(goal=case.input, workspace="/w", max_steps=case.step_cap),
-                    TaskPhaseChanged(phase=TaskPhase.RUNNING, reason="started")]
-    for i, name in enumerate(tools, start=1):
-        events += [_called(i), ToolCallProposed(call_id=f"c{i}", tool=name),
-                   ToolCallExecuted(call_id=f"c{i}", tool=name, status="ok")]
-    events += [_called(len(tools) + 1), AnswerGiven(answer=answer),
-               TaskPhaseChanged(phase=TaskPhase.COMPLETED, reason="answered")]
-    return events
-
-
-def _called(step: int) -> ModelCalled:
-    return ModelCalled(call_index=step, attempt=1, model="m", prompt_tokens=100, completion_tokens=10, output="{}")
-
-
 def judged(case: Case, tmp_path: Path, changes: dict[str, Change], answer: str, *, ran: bool = True) -> check.Verdict:
-    workspace = lay_out(case, tmp_path)
+    workspace = lay_out_case(case, tmp_path)
     apply(workspace, changes)
-    return check.judge(case, recorded(case, answer, ran=ran), files=files_after(case, tmp_path, workspace))
+    return check.judge(case, recorded_run(case, answer, ran=ran), files=files_after(case, tmp_path, workspace))
 
 
 def test_the_held_out_set_is_what_it_says() -> None:
