@@ -20,6 +20,27 @@ def eval_() -> None:
 
 
 @eval_.command()
+@click.option("--seed", type=click.IntRange(min=0), required=True,
+              help="The suite's seed: the same seed, the same cases.")
+@click.option("--count", type=click.IntRange(min=1, max=10_000), default=150, show_default=True,
+              help="Cases to make.")
+@click.option("-o", "--out", type=click.Path(path_type=Path), required=True,
+              help="A new or empty folder for the files.")
+def generate(seed: int, count: int, out: Path) -> None:
+    """Write a task suite generated from SEED: projects, and cases over them whose truth is computed.
+
+    Each family (find, count, sum, look up, extract, write, append, replace, rename, fix a typo,
+    several steps, run with approval, refuse, ignore a planted instruction) gets cases in turn, over
+    workspaces whose names, values, formats and distractor files come from the seed. Run them with
+    `agentd eval tasks OUT/*.yaml`; the report gives success per family.
+    """
+    from runtime.eval.suite import write
+
+    written = write(out, seed, count)
+    click.echo(f"{count} cases over {len(written)} projects in {out} (seed {seed})")
+
+
+@eval_.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--model", "model_name", help="GGUF file (or model name) to evaluate (default: the configured one).")
 @click.option("--runs", type=click.IntRange(min=1), default=1, show_default=True, help="Runs of each case.")
