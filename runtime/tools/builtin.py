@@ -1,20 +1,25 @@
-"""The tools agentd ships with: the file tools, search_files, the shell and read_artifact, in one registry."""
+"""The tools agentd ships with: the file tools, search_files, the shell, read_artifact and, where its
+sandbox can run, python, in one registry."""
 
 from __future__ import annotations
 
+from runtime.sandbox import Sandbox
 from runtime.tools.artifact import ReadArtifact
 from runtime.tools.contract import Tool
 from runtime.tools.edits import AppendFile, EditFile
 from runtime.tools.files import ListFiles, ReadFile, WriteFile
+from runtime.tools.python import Python
 from runtime.tools.registry import ToolRegistry
 from runtime.tools.search import SearchFiles
 from runtime.tools.shell import TIMEOUT_S, Shell
 
 
 def builtin_tools(*, shell_timeout_s: float = TIMEOUT_S) -> list[Tool]:
-    """Fresh instances of the built-in tools, sorted by name."""
+    """Fresh instances of the built-in tools, sorted by name. python only where its sandbox runs: a
+    snippet is never run without it (`agentd status` says why it is missing)."""
+    sandboxed = [Python()] if Sandbox().problem() is None else []
     return [
-        AppendFile(), EditFile(), ListFiles(), ReadArtifact(), ReadFile(), SearchFiles(),
+        AppendFile(), EditFile(), ListFiles(), *sandboxed, ReadArtifact(), ReadFile(), SearchFiles(),
         Shell(timeout_s=shell_timeout_s), WriteFile(),
     ]
 
