@@ -14,7 +14,7 @@ export CMAKE_ARGS := $(LLAMA_CMAKE_ARGS)
 EXAMPLE := examples/support_agent
 AGENTD  := $(BIN)/agentd --config $(EXAMPLE)/agentd.toml --data-dir .agentd
 
-.PHONY: run test bench lock install install-dev install-quality clean chromium
+.PHONY: run test bench lock install install-dev install-quality clean chromium bubblewrap
 
 # Serves the worked example: a support question is submitted, the daemon runs it on the default model,
 # and the page shows its calls. The question starts with /api-key-runbook, so the task takes in that
@@ -32,7 +32,7 @@ run: $(VENV)/.installed
 
 # Lint first: a finding (a shadowed name, a loop variable a closure reads late) fails the build before
 # the suite's minutes are spent.
-test: $(VENV)/.installed-dev chromium
+test: $(VENV)/.installed-dev chromium bubblewrap
 	$(BIN)/ruff check runtime store notifications tests bench
 	$(BIN)/python -m pytest
 
@@ -42,6 +42,13 @@ SUDO = $$(test "$$(id -u)" = 0 || echo sudo)
 chromium:
 	@if [ ! -e /usr/bin/chromium ]; then \
 	  $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends chromium; \
+	fi
+
+# The python tool runs the model's snippets in Debian's bubblewrap (namespaces, a read-only workspace, no
+# network); the PyPI package of that name is another thing. Without it the tool is not offered.
+bubblewrap:
+	@if ! command -v bwrap >/dev/null; then \
+	  $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends bubblewrap; \
 	fi
 
 # The store against its anchors (minutes), then the agent loop's prefix reuse (about 30 minutes).

@@ -58,6 +58,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Stop the daemon gracefully: no new decisions, the current append finishes, the model is released.",
     ),
     "task": ("runtime.cli.task", "task", "Submit, list, show and cancel tasks."),
+    "tool": ("runtime.cli.tool", "tool", "The tools tasks may be offered, and one call of one of them by hand."),
 }
 
 

@@ -100,6 +100,7 @@ def stop(app: App, timeout_s: int) -> None:
 @pass_app
 def status(app: App, as_json: bool) -> None:
     """Whether agentd runs, its tasks by phase, the notification queue's depth, and the model's state."""
+    from runtime.sandbox import Sandbox
     from store import positions
     from store.queries import approvals, notifications, tasks
 
@@ -124,6 +125,7 @@ def status(app: App, as_json: bool) -> None:
         "last_seq": last_seq,
         "running_tasks": (health or {}).get("running_tasks", []),
         "model": (health or {}).get("model_state"),
+        "python_sandbox": Sandbox().problem() or "ok",
     }
     if as_json:
         echo_json(report)
@@ -144,6 +146,8 @@ def status(app: App, as_json: bool) -> None:
         ("notifications", f"{depth} waiting to be taken in"),
         ("approvals", f"{pending} pending" + (" (agentd approvals list)" if pending else "")),
         ("events", last_seq),
+        ("python tool", "offered, in a bubblewrap sandbox" if report["python_sandbox"] == "ok"
+         else f"not offered: {report['python_sandbox']}"),
         *_model_lines(report["model"] or {}),
     ]))
 
