@@ -217,7 +217,7 @@ def test_an_unknown_tool_is_refused_with_the_names_of_the_real_ones(store, works
 def test_wrong_argument_types_are_not_executed_and_missing_ones_not_guessed(store, workspace, tmp_path) -> None:
     rt = scripted(store, tmp_path, [call("write_file", path="y.txt", content=7),
                                            call("write_file", path="x.txt"), answer("could not do it")])
-    task_id = submit(store, workspace, allowed_effects=EVERYTHING)
+    task_id = submit(store, workspace, "Write the release date into x.txt.", allowed_effects=EVERYTHING)
     run(rt, task_id)
     results = events(store, task_id, ToolCallExecuted)
     assert [r.status for r in results] == ["invalid_arguments", "invalid_arguments"]

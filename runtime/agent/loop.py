@@ -43,6 +43,7 @@ from runtime.agent import (
     proposal,
     relevance,
     removal,
+    rules,
 )
 from runtime.agent.blocks import Block
 from runtime.agent.decide import arguments_hash  # noqa: F401  the page checks approvals with it
@@ -985,6 +986,7 @@ def choices_for(
         if not (name in activation.SKILL_TOOLS and not active)
         and not (name == "read_artifact" and not view.artifact_refs)
         and (name not in (on_request or {}) or _asked_for(name, on_request[name], request, view))
+        and not (name in contracts and rules.question_changes_nothing(contracts[name], request))
     ]
     pinned = view.pinned
     skills = [e.name for e in pinned.entries if e.name not in active] if pinned else []
