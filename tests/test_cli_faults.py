@@ -175,7 +175,9 @@ def test_task_show_prompt_without_manifest_is_a_usage_error(agentd, env) -> None
     task_id = submitted(agentd, env)
     shown = agentd("task", "show", task_id, "--prompt", env=env)
     assert (shown.returncode, shown.stdout) == (2, "")
-    assert shown.stderr.splitlines() == ["agentd: --prompt needs --manifest N: the call whose prompt to print"]
+    assert shown.stderr.splitlines() == [
+        "agentd: --prompt needs --manifest N: the call whose prompt to print (see `agentd task show --help`)"
+    ]
 
 
 def test_a_notification_to_a_finished_task_is_refused(agentd, env) -> None:
