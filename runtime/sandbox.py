@@ -83,11 +83,7 @@ class Sandbox:
         argv = [str(self.bwrap), "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
                 "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", SCRATCH, "--setenv", "LANG", "C.UTF-8",
                 "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
-        for path in _SYSTEM:
-            if os.path.islink(path):
-                argv += ["--symlink", os.readlink(path), path]
-            elif os.path.isdir(path):
-                argv += ["--ro-bind", path, path]
+        argv += _system_binds()
         argv += ["--proc", "/proc", "--dev", "/dev",
                  "--size", str(self.limits.scratch_mb * 1024 * 1024), "--tmpfs", SCRATCH,
                  "--ro-bind", str(workspace), INSIDE]
@@ -109,6 +105,17 @@ class Sandbox:
         return _PRELUDE.format(limits="(" + "".join(f"({name}, {value}), " for name, value in limits) + ")")
 
 
+def _system_binds() -> list[str]:
+    """The system's programs and libraries, read-only: merged-/usr links as links, other folders bound."""
+    argv: list[str] = []
+    for path in _SYSTEM:
+        if os.path.islink(path):
+            argv += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            argv += ["--ro-bind", path, path]
+    return argv
+
+
 def _system_python() -> str:
     """A Python under /usr, which the sandbox binds: a virtualenv's interpreter links to one."""
     real = os.path.realpath(sys.executable)
@@ -122,8 +129,7 @@ def _probe(bwrap: str | None, python: str, root_unbounded: bool) -> str | None:
     if root_unbounded:
         return "running as root with no writable pids cgroup, so a snippet's processes could not be bounded"
     try:
-        done = subprocess.run([bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr",
-                               *[a for p in _SYSTEM[1:] if os.path.islink(p) for a in ("--symlink", os.readlink(p), p)],
+        done = subprocess.run([bwrap, "--unshare-all", "--die-with-parent", *_system_binds(),
                                python, "-I", "-S", "-c", "pass"],
                               capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as e:
