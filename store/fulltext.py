@@ -14,12 +14,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+# Bumped whenever SCHEMA changes: the index is derived, so an index of another version is dropped and
+# built again from the files rather than migrated.
+VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL);
 -- unicode61 folds case and accents; remove_diacritics 2 folds them the same way for every script.
+-- porter stems English words, so "release notes" finds "Released" and "depends" finds "dependencies".
 -- path and line are stored, not searched: a word in a file's name is no evidence of its content.
 CREATE VIRTUAL TABLE IF NOT EXISTS lines USING fts5(
-    path UNINDEXED, line UNINDEXED, text, tokenize = 'unicode61 remove_diacritics 2'
+    path UNINDEXED, line UNINDEXED, text, tokenize = 'porter unicode61 remove_diacritics 2'
 );
 """
 
@@ -43,7 +47,9 @@ class FullTextIndex:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=OFF")
         self._conn.execute("PRAGMA busy_timeout=5000")
-        self._conn.executescript(SCHEMA)
+        if self._conn.execute("PRAGMA user_version").fetchone()[0] != VERSION:
+            self._conn.executescript(f"DROP TABLE IF EXISTS lines; DROP TABLE IF EXISTS files; {SCHEMA}"
+                                     f"PRAGMA user_version = {VERSION};")
 
     def close(self) -> None:
         self._conn.close()
