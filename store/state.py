@@ -20,6 +20,7 @@ from store.events import (
     ArtifactRead,
     ArtifactWritten,
     CompactionFailed,
+    ContentMatched,
     ContextCompacted,
     ContextTrimmed,
     EvidenceRetrieved,
@@ -92,6 +93,7 @@ TASK_EVENTS = (
     SkillActivationFailed,
     UserSaid,
     WorkspaceSurveyed,
+    ContentMatched,
 )
 
 

@@ -25,6 +25,7 @@ from store.events import (
     AnswerGiven,
     ArtifactWritten,
     CompactionFailed,
+    ContentMatched,
     ContextCompacted,
     ContextManifest,
     ContextTrimmed,
@@ -167,6 +168,11 @@ class Transcript:
             self.entries.insert(0, survey_block(e))
             self.citable.append("workspace")
             self.paths.surveyed(e)
+        elif isinstance(e, ContentMatched):
+            # After the request, next to the decision, where the survey is not: what the lines name is
+            # what the first call should go to.
+            self.entries.append(matches_block(e))
+            self.citable.append("matches")
         elif isinstance(e, (FileChanged, ArtifactWritten)):
             # Changed by the task: the content it holds is what it wrote, not what it read.
             if isinstance(e, FileChanged) and e.after_sha256 is None:
@@ -260,6 +266,14 @@ def survey_block(e: WorkspaceSurveyed) -> Block:
     if e.complete:
         entries = [f"{p} ({_files_in(p, e.entries)})" if p.endswith("/") else p for p in entries]
     return Block("workspace", "evidence", "workspace", "untrusted", "\n".join(entries) + more)
+
+
+def matches_block(e: ContentMatched) -> Block:
+    """The workspace's lines that share the most words with the request: data, as any file's text is."""
+    head = (f"The lines of the workspace's {e.files} files with most of the request's words "
+            f"({', '.join(e.words)}), best first; matched by words, not by meaning:")
+    lines = [f"{m.path}:{m.line}: {m.text}" for m in e.matches]
+    return Block("matches", "evidence", "workspace", "untrusted", "\n".join([head, *lines]))
 
 
 def _files_in(folder: str, entries: Sequence[str]) -> str:

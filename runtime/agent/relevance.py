@@ -33,7 +33,7 @@ def focus(request: str, files: Iterable[str]) -> set[str]:
     text = request.lower()
     words = {singular(w) for w in _WORD.findall(text)}
     tiers = (
-        lambda f: _mentions(text, f.lower()) or _mentions(text, _name(f)),
+        lambda f: _written(text, f),
         lambda f: _stem_named(_name(f), words),
         lambda f: bool(_path_words(f) & words),
     )
@@ -42,6 +42,17 @@ def focus(request: str, files: Iterable[str]) -> set[str]:
         if found:
             return found
     return files
+
+
+def names_a_file(request: str, files: Iterable[str]) -> bool:
+    """Whether `request` writes out the name of a file, one of `files` or a new one: "the backups"
+    names no file, even beside docs/backups.md; "docs/backups.md" or "backups.md" does."""
+    text = request.lower()
+    return any(_written(text, f) for f in files) or bool(new_paths(request, files))
+
+
+def _written(text: str, path: str) -> bool:
+    return _mentions(text, path.lower()) or _mentions(text, _name(path))
 
 
 # A file name as a request writes one: a name with an extension, maybe a folder or two before it.

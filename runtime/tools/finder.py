@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime.content import ContentIndex
+from runtime.content import ContentIndex, Found
 from runtime.tools.contract import Effect, Tool, ToolContext, ToolContract
 
 LIMIT = 8
@@ -54,12 +54,18 @@ class Search(Tool[SearchArgs, SearchOutput]):
     )
 
     def run(self, ctx: ToolContext, args: SearchArgs) -> SearchOutput:
-        # The index lives with agentd's data, beside the artifact store, never in the workspace.
-        content = ContentIndex(ctx.workspace, ctx.artifacts.root.parent / "content", ctx.protected)
-        try:
-            found = content.find(args.query, LIMIT)
-            indexed = len(content.index.known())
-        finally:
-            content.close()
+        found, indexed, skipped = best_lines(ctx, args.query, LIMIT)
         matches = [Line(path=f.path, line=f.line, text=f.text, before=f.before, after=f.after) for f in found]
-        return SearchOutput(query=args.query, matches=matches, files_indexed=indexed, files_left_out=content.skipped)
+        return SearchOutput(query=args.query, matches=matches, files_indexed=indexed, files_left_out=skipped)
+
+
+def best_lines(ctx: ToolContext, words: str, limit: int) -> tuple[list[Found], int, int]:
+    """The workspace's lines that best match `words`, best first; how many files the index holds; how
+    many it left out."""
+    # The index lives with agentd's data, beside the artifact store, never in the workspace.
+    content = ContentIndex(ctx.workspace, ctx.artifacts.root.parent / "content", ctx.protected)
+    try:
+        found = content.find(words, limit)
+        return found, len(content.index.known()), content.skipped
+    finally:
+        content.close()

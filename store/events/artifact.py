@@ -109,3 +109,25 @@ class WorkspaceSurveyed(Event):
 
     entries: tuple[str, ...] = ()
     complete: bool = True
+
+
+class MatchedLine(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str = Field(min_length=1)
+    line: int = Field(ge=1)
+    text: str
+    score: float
+
+
+class ContentMatched(Event):
+    """The workspace's lines that best matched the request's words, as the first request showed them.
+
+    Recorded once, before that request, like the survey: later requests and a replay show the same
+    lines whatever the files hold by then. `words` are the words looked for; `files` how many files
+    the index held.
+    """
+
+    words: tuple[str, ...]
+    matches: tuple[MatchedLine, ...]
+    files: int = Field(ge=0)
