@@ -765,21 +765,29 @@ def match_content(ctx: ToolContext, request: str, entries: Sequence[str]) -> Con
     return ContentMatched(words=tuple(wanted), matches=lines, files=indexed)
 
 
-def offered_tools(rt: Runtime, trusted: Trusted, has_skills: bool = False) -> list[str]:
+def offered_tools(rt: Runtime, trusted: Trusted, has_skills: bool = False, view: TaskView | None = None) -> list[str]:
     """The profile's tools whose effects the task was allowed; the rest are not even described.
 
     A task with skills in its catalog is offered the skill tools too, on the same terms: a skill's
     scripts run only for a task allowed external effects. A sub-task is offered only the tools its
-    parent gave it.
+    parent gave it. A tool the profile offers on request is described once a message of the user's
+    asks for what it does (`view`: the task's messages so far; without it, the goal alone): until
+    then its definition would only draw a small model to it, and every other task's request stays as
+    it was.
     """
     allowed = set(trusted.submitted.allowed_effects)
     names = [*trusted.profile.tools, *(activation.SKILL_TOOLS if has_skills else ())]
     only = trusted.submitted.tools
+    on_request = trusted.profile.on_request
+    said = [b[0].text for _, _, b in view.transcript.messages] if view else [
+        goal.blocks(trusted.submitted.goal)[0].text
+    ]
     return [
         name
         for name in dict.fromkeys(names)
         if name in rt.tools and {e.value for e in rt.tools.get(name).contract.effects} <= allowed
         and (only is None or name in only)
+        and (name not in on_request or any(_asked_for(name, on_request[name], goal.own_words(m), view) for m in said))
     ]
 
 
@@ -816,7 +824,7 @@ def request_for(
     """
     profile = trusted.profile
     pinned = view.pinned
-    offered = offered_tools(rt, trusted, has_skills=bool(pinned and pinned.entries))
+    offered = offered_tools(rt, trusted, has_skills=bool(pinned and pinned.entries), view=view)
     transcript, summary = view.transcript, view.summary
     # The tools offered to the task stay in the prefix for all its requests, so that llama.cpp can
     # reuse it; what may be chosen at this step is narrowed in the grammar alone.
@@ -1122,13 +1130,14 @@ def limit_reached(completion_tokens: int, max_output_tokens: int) -> int | None:
     return max_output_tokens if completion_tokens >= max_output_tokens else None
 
 
-def _asked_for(tool: str, words: Sequence[str], request: str, view: TaskView) -> bool:
-    """Whether the user's latest message (`request`, its own words) asks for what `tool` does, or a skill
-    the user invoked names the tool. Documents, tool results and pasted text never count."""
+def _asked_for(tool: str, words: Sequence[str], request: str, view: TaskView | None) -> bool:
+    """Whether a user's message (`request`, its own words) asks for what `tool` does, or a skill the
+    user invoked names the tool. Documents, tool results and pasted text never count."""
     said = request.lower()
     if any(re.search(rf"\b{re.escape(w.lower())}", said) for w in words):
         return True
-    return any(s.by == "user" and re.search(rf"\b{re.escape(tool)}\b", s.body) for s in view.active.values())
+    active = view.active.values() if view else ()
+    return any(s.by == "user" and re.search(rf"\b{re.escape(tool)}\b", s.body) for s in active)
 
 
 def judge(text: str, choices: Choices, view: TaskView, cut_at: int | None = None) -> proposal.Action:
