@@ -1,7 +1,7 @@
 """Page benchmark: how soon a click on Approve resumes its task, and what the pages cost over a long log.
 
     1. resume   N tasks (20; 5 with --quick) wait for approval under `agentd serve` on the scripted
-                model endpoint (tests/model_server.py). Each is approved by POSTing the page's own
+                model endpoint (tests/helpers/model_server.py). Each is approved by POSTing the page's own
                 form over HTTP, with the session cookie and CSRF value a browser would send; timed
                 from the POST to the first ToolCallStarted after its ApprovalGranted, seen by polling
                 the SQLite file read-only every 10 ms, and from the events' own recorded_at.
@@ -114,13 +114,14 @@ def stop(proc: subprocess.Popen) -> None:
 
 @contextlib.contextmanager
 def model_server(folder: Path, delay_s: float) -> Iterator[str]:
-    """tests/model_server.py as the tests run it: real tokenizer, scripted replies after `delay_s`."""
+    """tests/helpers/model_server.py as the tests run it: real tokenizer, scripted replies after `delay_s`."""
     script = folder / "script.json"
     script.write_text(json.dumps({"delay_s": delay_s, "replies": [SHELL_REPLY]}))
     port = free_port()
     with (folder / "model-server.log").open("w") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.model_server", str(port), str(script)], cwd=REPO, stdout=log, stderr=log
+            [sys.executable, "-m", "tests.helpers.model_server", str(port), str(script)],
+            cwd=REPO, stdout=log, stderr=log,
         )
         try:
             wait_for_port(port, proc)

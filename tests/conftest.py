@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import runtime  # noqa: F401  first: it sets llama.cpp's thread wait policy before any test imports llama_cpp
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.helpers import RELEASE_NOTES, SMALL_PROJECT, run_agentd, workspace_of
 
 
 @pytest.fixture(autouse=True)
@@ -52,10 +49,23 @@ def store(db_url: str):
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    """An empty folder for a task to work in; a module whose tasks need files there defines its own."""
+    """An empty folder for a task to work in. The fixtures below hold files; a module whose tasks need
+    other files defines its own, named for what it holds."""
     ws = tmp_path / "ws"
     ws.mkdir()
     return ws
+
+
+@pytest.fixture
+def release_workspace(tmp_path: Path) -> Path:
+    """The release notes the agent loop's tests ask about."""
+    return workspace_of(tmp_path, RELEASE_NOTES)
+
+
+@pytest.fixture
+def project_workspace(tmp_path: Path) -> Path:
+    """A README, a CSV file and notes: what the framing tests show the model."""
+    return workspace_of(tmp_path, SMALL_PROJECT)
 
 
 @pytest.fixture
@@ -73,6 +83,15 @@ def app(store, token: str):
     from runtime.web.app import create_app
 
     return create_app(store, "test-model", token=token, tools=load([]).tools)
+
+
+@pytest.fixture
+def waiting(store, workspace: Path) -> tuple[str, str]:
+    """A task waiting for approval of a shell call whose arguments and reason carry HTML: its id and the
+    approval's."""
+    from tests.helpers.page import hostile_approval
+
+    return hostile_approval(store, workspace)
 
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -132,18 +151,6 @@ def untemplated_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("untemplated") / "untemplated.gguf"
     path.write_bytes(data)
     return path
-
-
-def run_agentd(*args: str, env: dict[str, str] | None = None, input: str | None = None, timeout: float = 60):
-    """Run the real `agentd` command in a subprocess, as a user would."""
-    return subprocess.run(
-        [sys.executable, "-m", "runtime.cli", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        input=input,
-        timeout=timeout,
-    )
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import json
 import os
 import random
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -25,9 +24,7 @@ import pytest
 from store import ConcurrencyConflict, EventStore
 from store.archive import chained
 from store.events import ModelCalled, TaskPhase, TaskPhaseChanged, TaskSubmitted
-
-REPO = Path(__file__).resolve().parent.parent
-
+from tests.helpers import REPO, free_port
 
 # -- helpers --------------------------------------------------------------------------------------
 
@@ -111,12 +108,6 @@ def export_line(seq: int, stream_id: str, version: int, type_name: str, payload:
 
 def submitted(goal: str) -> dict:
     return {"goal": goal, "workspace": "/w"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def agentd_cmd(*args: str) -> list[str]:

@@ -15,7 +15,7 @@ from runtime.harness.tasks import submit_task
 from runtime.inference.scripted import ScriptedModel
 from store import NO_STREAM, EventStore
 from store.events import TaskPhaseChanged
-from tests.test_agent import EVERYTHING, answer, call
+from tests.helpers import EVERYTHING, answer, call
 
 
 @pytest.fixture

@@ -18,14 +18,7 @@ from typing import Callable, Iterator
 import pytest
 
 from runtime.daemon.lock import InstanceLock
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.helpers import REPO, free_port
 
 
 @pytest.fixture
@@ -58,7 +51,9 @@ def endpoint(tmp_path: Path, env: dict[str, str]) -> Iterator[Callable[[list, fl
         script = tmp_path / "script.json"
         script.write_text(json.dumps({"delay_s": delay_s, "replies": replies}))
         port = free_port()
-        started.append(subprocess.Popen([sys.executable, "-m", "tests.model_server", str(port), str(script)], cwd=REPO))
+        started.append(subprocess.Popen(
+            [sys.executable, "-m", "tests.helpers.model_server", str(port), str(script)], cwd=REPO
+        ))
         until(lambda: listens(port))
         # The endpoint tokenizes with the smoke model, so agentd takes its chat template from the same file.
         return {**env, "AGENTD_MODEL_URL": f"http://127.0.0.1:{port}", "AGENTD_MODEL": "smollm2-135m",

@@ -26,9 +26,7 @@ from runtime.errors import InstanceLocked
 from runtime.inference.scripted import ScriptedModel
 from store import EventStore
 from store.events import ApprovalRequested, ModelCalled, RunInterrupted
-from tests.test_agent import EVERYTHING, call, make_runtime, submit
-from tests.test_daemon import free_port
-from tests.test_daemon_crash import REPO, wait_for_port
+from tests.helpers import EVERYTHING, REPO, call, free_port, make_runtime, submit, wait_for_port
 
 READ = {"action": "call_tool", "tool": "read_file", "arguments": {"path": "notes.txt"}, "reason": "look"}
 ANSWER = {"action": "final_answer", "answer": "March 3", "sources": ["notes.txt"]}
@@ -48,7 +46,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 @pytest.fixture
 def endpoint(tmp_path: Path, env: dict[str, str]) -> Iterator:
-    """Starts the scripted model endpoint (tests/model_server.py) with its replies and its delay before
+    """Starts the scripted model endpoint (tests/helpers/model_server.py) with its replies and its delay before
     each reply, and gives `env` pointing at it; a delay of an hour is an endpoint that never answers."""
     started: list[subprocess.Popen] = []
 
@@ -56,7 +54,9 @@ def endpoint(tmp_path: Path, env: dict[str, str]) -> Iterator:
         script = tmp_path / f"script-{len(started)}.json"
         script.write_text(json.dumps({"delay_s": delay_s, "replies": replies}))
         port = free_port()
-        started.append(subprocess.Popen([sys.executable, "-m", "tests.model_server", str(port), str(script)], cwd=REPO))
+        started.append(subprocess.Popen(
+            [sys.executable, "-m", "tests.helpers.model_server", str(port), str(script)], cwd=REPO
+        ))
         wait_for_port(port)
         return {**env, "AGENTD_MODEL_URL": f"http://127.0.0.1:{port}"}
 

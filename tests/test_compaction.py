@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import anyio
 import pytest
@@ -30,16 +29,8 @@ from store.events import (
     ModelCalled,
     TaskPhaseChanged,
 )
-from tests.test_agent import answer, call, events, make_runtime, submit
-from tests.test_conversation import tell
+from tests.helpers import REPO, SUMMARY, answer, call, events, make_runtime, submit, tell, user_turn
 
-SUMMARY = {
-    "session_goal": "Read every note.",
-    "decisions": "read the notes in order, one per step",
-    "rejected_options": "none",
-    "open_questions": "none",
-    "next_steps": "read the remaining notes, then answer",
-}
 RULE = "Never write to a file whose name starts with x."
 
 
@@ -67,10 +58,6 @@ def long_task(store, tmp_path, summaries, spec: str = "compact", notes: int = 16
     rt = make_runtime(store, Summarizing(replies, summaries, n_ctx=6000), tmp_path)
     task_id = submit(store, ws, goal=f"Read every note. {RULE}", policy=spec)
     return rt, task_id
-
-
-def user_turn(prompt: str) -> str:
-    return prompt.rsplit("<|im_start|>user", 1)[1]
 
 
 def block(label: str) -> Block:
@@ -211,7 +198,8 @@ import anyio
 
 from runtime.agent.loop import run_task
 from store import EventStore
-from tests.test_compaction import SUMMARY, Summarizing, compaction, long_task
+from tests.helpers import SUMMARY
+from tests.test_compaction import Summarizing, compaction, long_task
 
 url, tmp, marker = sys.argv[1:]
 
@@ -234,10 +222,9 @@ with EventStore(url) as store:
 def test_kill_9_during_the_summarizer_call_resumes_with_the_compaction_taken_once(db_url, tmp_path) -> None:
     """A real process killed with SIGKILL while its summarizer call runs: the next start takes the step
     again from the log, and the compaction is recorded once, at that step."""
-    repo = Path(__file__).resolve().parent.parent
     marker = tmp_path / "summarizing"
-    child = subprocess.Popen([sys.executable, "-c", HANGING_CHILD, db_url, str(tmp_path), str(marker)], cwd=repo,
-                             env={**os.environ, "PYTHONPATH": str(repo)}, stderr=subprocess.PIPE)
+    child = subprocess.Popen([sys.executable, "-c", HANGING_CHILD, db_url, str(tmp_path), str(marker)], cwd=REPO,
+                             env={**os.environ, "PYTHONPATH": str(REPO)}, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 300
     while not marker.exists():
         assert child.poll() is None, child.stderr.read().decode()[-2000:]

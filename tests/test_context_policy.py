@@ -23,7 +23,7 @@ from store.events import (
     ToolCallProposed,
     UserSaid,
 )
-from tests.test_agent import answer, call, events, make_runtime, submit
+from tests.helpers import answer, call, events, make_runtime, submit
 
 
 def history(results: int, size: int = 40) -> TaskView:

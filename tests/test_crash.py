@@ -23,8 +23,8 @@ import pytest
 
 from store import EventStore, log, replay
 from store.events import ModelCalled, TaskSubmitted, ToolCallExecuted, ToolCallProposed
+from tests.helpers import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 THREADS = 8
 REQUEST_TYPES = ["ModelCalled", "ToolCallProposed", "ToolCallExecuted"]
 # SQLite's PRAGMA synchronous as a number.

@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.helpers import approvals, free_port, serving, show, wait_until
 
 
 @pytest.mark.slow
@@ -61,40 +54,6 @@ def test_serve_runs_a_submitted_task_to_its_end_and_exits_cleanly_on_sigterm(age
 # A step that keeps a scripted task busy: a new file each time, which neither the watcher (the task's own
 # write) nor the task's known paths (write_file names any path) make anything of.
 FILLER = {"action": "call_tool", "tool": "write_file", "arguments": {"path": "scratch-{n}.txt", "content": "x"}}
-
-
-@contextlib.contextmanager
-def serving(
-    agentd, tmp_path: Path, replies: list, submit: tuple[str, ...] = (), extra_env: dict[str, str] | None = None
-) -> Iterator[tuple[dict, str | None]]:
-    """`agentd serve` on the scripted model endpoint, with `submit` submitted first; stopped with SIGTERM
-    at the end, which must exit 0. Yields the environment for CLI calls and the submitted task's id."""
-    from tests.test_daemon_crash import REPO, wait_for_port
-
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"delay_s": 1.0, "replies": replies}))
-    model_port = free_port()
-    model = subprocess.Popen([sys.executable, "-m", "tests.model_server", str(model_port), str(script)], cwd=REPO)
-    ws = tmp_path / "ws"
-    ws.mkdir(exist_ok=True)
-    # The endpoint tokenizes with the smoke model, so agentd takes its chat template from the same file.
-    env = {"AGENTD_DATA_DIR": str(tmp_path / "data"), "AGENTD_WORKSPACE": str(ws), "AGENTD_N_CTX": "8192",
-           "AGENTD_MODEL_URL": f"http://127.0.0.1:{model_port}", "AGENTD_MODEL": "smollm2-135m", **(extra_env or {})}
-    try:
-        wait_for_port(model_port)
-        task_id = agentd("task", "submit", *submit, env=env).stdout.strip() if submit else None
-        server = subprocess.Popen([sys.executable, "-m", "runtime.cli", "serve", "--port", str(free_port())],
-                                  env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  text=True)
-        try:
-            yield env, task_id
-        finally:
-            server.send_signal(signal.SIGTERM)
-            _, err = server.communicate(timeout=60)
-        assert server.returncode == 0, err[-2000:]
-    finally:
-        model.kill()
-        model.wait()
 
 
 @pytest.mark.slow
@@ -198,21 +157,3 @@ def admitted(agentd, task_id: str, env: dict, source_kind: str) -> list[str]:
     return [r["text"] for r in rows if f"{r['source']}/{r['kind']}" == source_kind and r["admitted_call"]]
 
 
-def approvals(agentd, env: dict) -> list[dict]:
-    out = agentd("approvals", "list", "--json", env=env)
-    return json.loads(out.stdout) if out.returncode == 0 else []
-
-
-def show(agentd, task_id: str, env: dict) -> dict:
-    out = agentd("task", "show", task_id, "--json", env=env)
-    return json.loads(out.stdout) if out.returncode == 0 else {"artifacts": []}
-
-
-def wait_until(condition, timeout: float = 40):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.5)
-    return None

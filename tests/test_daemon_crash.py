@@ -1,5 +1,5 @@
 """kill -9 of a serving agentd at random moments, many times: nothing lost, nothing admitted twice,
-no non-idempotent call repeated. The model is a scripted endpoint (tests/model_server.py) so the
+no non-idempotent call repeated. The model is a scripted endpoint (tests/helpers/model_server.py) so the
 daemon's timing, not the model's wit, decides where each kill lands."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,8 +19,8 @@ from notifications import queue
 from store import EventStore
 from store.events import ModelCalled, NotificationsAdmitted, ToolCallExecuted, ToolCallStarted
 from store.replay import verify
+from tests.helpers import REPO, free_port, wait_for_port
 
-REPO = Path(__file__).resolve().parent.parent
 ITERATIONS = 12
 TASKS = 4
 
@@ -64,22 +63,6 @@ def register(tools, profiles):
 '''
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for_port(port: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"nothing listens on {port}")
-
-
 @pytest.fixture
 def model_url(tmp_path: Path):
     script = tmp_path / "script.json"
@@ -88,7 +71,7 @@ def model_url(tmp_path: Path):
         "replies": [{"action": "call_tool", "tool": "append_line", "arguments": {"text": "line-{n}"}, "reason": "r"}],
     }))
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "tests.model_server", str(port), str(script)], cwd=REPO)
+    server = subprocess.Popen([sys.executable, "-m", "tests.helpers.model_server", str(port), str(script)], cwd=REPO)
     wait_for_port(port)
     yield f"http://127.0.0.1:{port}"
     server.kill()

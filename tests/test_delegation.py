@@ -3,26 +3,17 @@ and returns a typed result the parent's manifest records; rights are checked in 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import anyio
-import pytest
 
 from runtime.agent.loop import run_task
 from runtime.agent.profiles import WORKSPACE
 from runtime.harness.delegation import Delegate
 from runtime.inference.scripted import ScriptedModel
 from store.events import ModelCalled, ProposalRejected, TaskSubmitted, ToolCallExecuted
-from tests.helpers import RELEASE_NOTES, workspace_of
-from tests.test_agent import answer, call, events, make_runtime, submit
+from tests.helpers import answer, call, events, make_runtime, submit, user_turn
 
 LEAD = WORKSPACE.model_copy(update={"name": "lead", "tools": (*WORKSPACE.tools, "delegate")})
 QUESTION = "Who owns the release?"
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return workspace_of(tmp_path, RELEASE_NOTES)
 
 
 def lead(store, tmp_path, replies, ws):
@@ -37,18 +28,18 @@ def run(rt, task_id) -> str:
     return anyio.run(lambda: run_task(rt, task_id))
 
 
-def user_turn(prompt: str) -> str:
-    return prompt.rsplit("<|im_start|>user", 1)[1]
-
-
-def test_a_sub_task_sees_only_its_scope_and_tools_and_its_answer_comes_back_typed(store, workspace, tmp_path) -> None:
+def test_a_sub_task_sees_only_its_scope_and_tools_and_its_answer_comes_back_typed(
+    store, release_workspace, tmp_path
+) -> None:
     rt = lead(store, tmp_path, [
         call("read_file", path="notes.txt"), call("read_file", path="other.txt"),
         call("delegate", question=QUESTION, scope=["result:c1"], tools=[]),
         answer("Ana", "pasted:1"),  # the sub-task's only decision
         answer("Ana owns the release.", "result:c3"),
-    ], workspace)
-    task_id = submit(store, workspace, goal="Read notes.txt and other.txt and find the release owner.", profile="lead")
+    ], release_workspace)
+    task_id = submit(
+        store, release_workspace, goal="Read notes.txt and other.txt and find the release owner.", profile="lead"
+    )
     assert run(rt, task_id) == "completed"
 
     sub_id = f"{task_id}.c3"
@@ -74,15 +65,17 @@ def test_a_sub_task_sees_only_its_scope_and_tools_and_its_answer_comes_back_type
     assert "you called delegate with" in parent_last and f"sub_task_id: {sub_id}" in parent_last
 
 
-def test_a_delegation_beyond_the_parents_rights_is_refused_and_the_model_told(store, workspace, tmp_path) -> None:
+def test_a_delegation_beyond_the_parents_rights_is_refused_and_the_model_told(
+    store, release_workspace, tmp_path
+) -> None:
     rt = lead(store, tmp_path, [
         call("read_file", path="notes.txt"),
         call("delegate", question=QUESTION, scope=["result:c1"], tools=["write_file"]),
         call("delegate", question=QUESTION, scope=["result:c9"], tools=["read_file"]),
         call("delegate", question=QUESTION, scope=["result:c1"], tools=["delegate"]),
         answer("Could not delegate."),
-    ], workspace)
-    task_id = submit(store, workspace, goal="Find the release owner.", profile="lead")  # read-only
+    ], release_workspace)
+    task_id = submit(store, release_workspace, goal="Find the release owner.", profile="lead")  # read-only
     assert run(rt, task_id) == "completed"
     refused = [e for e in events(store, task_id, ToolCallExecuted) if e.tool == "delegate"]
     assert [e.status for e in refused] == ["refused"] * 3
@@ -94,20 +87,22 @@ def test_a_delegation_beyond_the_parents_rights_is_refused_and_the_model_told(st
     assert "tool_not_allowed" in user_turn(rt.model.prompts[2])
 
 
-def test_a_sub_task_is_offered_no_more_than_it_was_given(store, workspace, tmp_path) -> None:
+def test_a_sub_task_is_offered_no_more_than_it_was_given(store, release_workspace, tmp_path) -> None:
     rt = lead(store, tmp_path, [
         call("delegate", question="What does other.txt say?", scope=[], tools=["read_file"]),
         call("write_file", path="x.txt", content="no"),  # the sub-task tries a tool it was not given
         call("read_file", path="other.txt"),
         answer("The cafeteria opens at 8.", "result:c1"),  # the sub-task's own first call
         answer("It opens at 8.", "result:c1"),
-    ], workspace)
-    task_id = submit(store, workspace, goal="Ask about other.txt.", profile="lead", allowed_effects=("read", "write"))
+    ], release_workspace)
+    task_id = submit(
+        store, release_workspace, goal="Ask about other.txt.", profile="lead", allowed_effects=("read", "write")
+    )
     assert run(rt, task_id) == "completed"
     sub_id = f"{task_id}.c1"
     sub_system = rt.model.prompts[1].split("<|im_start|>user")[0]
     assert '"name":"read_file"' in sub_system and '"name":"write_file"' not in sub_system
-    assert not (workspace / "x.txt").exists()
+    assert not (release_workspace / "x.txt").exists()
     sub_results = events(store, sub_id, ToolCallExecuted)
     assert [e.tool for e in sub_results] == ["read_file"]
     refusal = events(store, sub_id, ProposalRejected)[0].error

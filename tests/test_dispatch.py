@@ -11,7 +11,7 @@ from runtime.daemon.dispatch import Scheduler
 from runtime.harness import approvals
 from runtime.inference.scripted import ScriptedModel
 from store.events import TaskPhase, ToolCallExecuted
-from tests.test_agent import EVERYTHING, answer, call, events, make_runtime, submit
+from tests.helpers import EVERYTHING, answer, call, events, make_runtime, submit
 
 # Long enough for a loaded machine to take two scripted decisions; a task left waiting never gets there.
 GIVE_UP_S = 30

@@ -12,8 +12,9 @@ from pathlib import Path
 import click
 
 from runtime.cli import COMMANDS
+from tests.helpers import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 
 # Commands the docs may describe before they exist, each removed once its command is in the CLI, so that the
 # docs are held to it like every other command.

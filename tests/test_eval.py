@@ -33,7 +33,7 @@ from store.events import (
     ToolCallExecuted,
     ToolCallProposed,
 )
-from tests.conftest import REPO, run_agentd
+from tests.helpers import REPO, run_agentd
 
 EXAMPLES = REPO / "examples" / "evals"
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 
 def report(path: Path, cases: list[tuple[str, str, list[tuple[bool, bool, bool, float]]]]) -> Path:

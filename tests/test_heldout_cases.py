@@ -13,8 +13,7 @@ import pytest
 from runtime.eval import check
 from runtime.eval.case import Case, load_file
 from runtime.eval.run import files_after, preflight
-from tests.conftest import REPO
-from tests.helpers import lay_out_case, recorded_run
+from tests.helpers import REPO, lay_out_case, recorded_run
 
 HELDOUT = REPO / "bench" / "evals" / "edits.yaml"
 CASES = {c.name: c for c in load_file(HELDOUT)}

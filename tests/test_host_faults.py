@@ -29,15 +29,9 @@ import pytest
 
 from runtime.cli import cli, main
 from runtime.errors import ConfigError
+from tests.helpers import REPO, free_port
 
-REPO = Path(__file__).resolve().parent.parent
 AGENTD = [sys.executable, "-m", "runtime.cli"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def one_line(stderr: str) -> str:
@@ -382,7 +376,7 @@ def full_disk_daemon(root: str, model_url: str, full: str) -> dict:
 
 @pytest.fixture
 def scripted_model(tmp_path: Path) -> Iterator[str]:
-    from tests.test_daemon_crash import wait_for_port
+    from tests.helpers import wait_for_port
 
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"delay_s": 0.2, "replies": [
@@ -390,7 +384,7 @@ def scripted_model(tmp_path: Path) -> Iterator[str]:
         {"action": "final_answer", "answer": "Done.", "sources": []},
     ]}))
     port = free_port()
-    model = subprocess.Popen([sys.executable, "-m", "tests.model_server", str(port), str(script)], cwd=REPO)
+    model = subprocess.Popen([sys.executable, "-m", "tests.helpers.model_server", str(port), str(script)], cwd=REPO)
     try:
         wait_for_port(port)
         yield f"http://127.0.0.1:{port}"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import socket
 import subprocess
 import sys
 import threading
@@ -22,20 +21,10 @@ from runtime.inference.http import HttpModel
 from runtime.inference.local import LocalModel, load_model
 from runtime.inference.model import ABANDON_GRACE_S, Message, Model
 from runtime.inference.model_file import smoke_model_path
+from tests.helpers import free_port
+from tests.helpers.prompt import SCHEMA, rules
 
 pytestmark = pytest.mark.slow
-
-SCHEMA = {
-    "type": "object",
-    "properties": {"action": {"enum": ["a", "b"]}, "n": {"type": "integer"}},
-    "required": ["action", "n"],
-}
-
-
-def rules(topic: str, count: int) -> str:
-    """A long, distinct system prompt: `count` numbered rules about `topic`."""
-    rule = "Rule {i}: when the {topic} request number {i} arrives, log it and answer briefly."
-    return "\n".join(rule.format(i=i, topic=topic) for i in range(count))
 
 
 def conversation(topic: str, count: int, question: str) -> list[Message]:
@@ -288,12 +277,6 @@ async def test_an_abandoned_call_stops_between_batches_and_the_next_one_answers_
     llm._llama.reset()
     fresh = await llm.acomplete(prompt, schema=SCHEMA, max_tokens=16, session="abandoned")
     assert (again.text, fresh.stats.cached_tokens) == (fresh.text, 0)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 SERVER_DEPENDENCIES = ("fastapi", "sse_starlette", "starlette_context", "pydantic_settings")

@@ -30,7 +30,7 @@ from store.events import (
     ToolCallProposed,
     ToolCallStarted,
 )
-from tests.test_agent import EVERYTHING, answer, call, events, scripted, submit
+from tests.helpers import EVERYTHING, REPO, answer, call, events, scripted, submit
 
 
 def make_runner(store: EventStore, tmp_path: Path, **kw) -> JobRunner:
@@ -214,7 +214,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 def test_recover_marks_jobs_orphaned_by_a_crash_unknown_and_notifies(store, tmp_path, workspace) -> None:
     crashed = subprocess.run(
         [sys.executable, "-c", CRASH, store.url, str(tmp_path)], capture_output=True, text=True, timeout=60,
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=REPO,
     )
     assert crashed.returncode == -9, crashed.stderr
     task_id, job_id = crashed.stdout.split()

@@ -13,6 +13,7 @@ from sqlalchemy import create_engine, inspect
 from store import EventStore, SchemaTooNew
 from store.migrate import alembic_config, current_revision, head_revision, revisions
 from store.tables import metadata
+from tests.helpers import REPO
 
 
 def test_migrations_from_a_blank_database_produce_exactly_the_models_schema(db_url: str) -> None:
@@ -70,5 +71,5 @@ def test_alembic_ini_points_at_the_shipped_migrations() -> None:
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-    ini = Path(__file__).resolve().parent.parent / "alembic.ini"
+    ini = REPO / "alembic.ini"
     assert ScriptDirectory.from_config(Config(str(ini))).get_current_head() == head_revision()

@@ -5,7 +5,6 @@ and never left out by a policy or a compaction."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import anyio
 import pytest
@@ -18,19 +17,10 @@ from runtime.agent.rerun import reassemble, rerun_recorded
 from runtime.errors import ConfigError
 from runtime.inference.scripted import ScriptedModel
 from store.events import AnswerGiven, ContextCompacted, ModelCalled, NoteTaken, TaskPhaseChanged
-from tests.conftest import run_agentd
-from tests.helpers import RELEASE_NOTES, workspace_of
-from tests.test_agent import answer, call, events, make_runtime, run, submit
-from tests.test_compaction import SUMMARY
-from tests.test_conversation import tell, user_turn
+from tests.helpers import SUMMARY, answer, call, events, make_runtime, run, run_agentd, submit, tell, user_turn
 
 RULE = "Standing rule: every ticket you open is filed under my employee number 4417."
 FACT = "The affected shard is pay-shard-7, confirmed by the payments team."
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return workspace_of(tmp_path, RELEASE_NOTES)
 
 
 class Noting(ScriptedModel):
@@ -117,10 +107,10 @@ def test_a_note_reply_that_is_not_the_object_asked_for_is_refused(reply) -> None
 
 
 def test_each_user_message_is_noted_once_and_the_notes_follow_the_stable_prefix(
-    store, workspace, tmp_path, data_dir
+    store, release_workspace, tmp_path, data_dir
 ) -> None:
     rt = noting(store, tmp_path, replies_for(3))
-    task_id = conversation(store, rt, workspace, "notes")
+    task_id = conversation(store, rt, release_workspace, "notes")
     taken = events(store, task_id, NoteTaken)
     # One per message, each naming the message it came from; the goal states nothing to keep.
     assert [(e.message, e.note) for e in taken] == [("request", ""), ("request:2", RULE), ("request:3", FACT)]
@@ -142,9 +132,11 @@ def test_each_user_message_is_noted_once_and_the_notes_follow_the_stable_prefix(
     assert f"on 3 note-taker call(s): {spent.note_prompt_tokens} read" in shown.stdout, shown.stderr
 
 
-def test_pinned_tail_puts_the_notes_just_before_the_decision_and_breaks_no_prefix(store, workspace, tmp_path) -> None:
+def test_pinned_tail_puts_the_notes_just_before_the_decision_and_breaks_no_prefix(
+    store, release_workspace, tmp_path
+) -> None:
     rt = noting(store, tmp_path, replies_for(3))
-    task_id = conversation(store, rt, workspace, "pinned_tail")
+    task_id = conversation(store, rt, release_workspace, "pinned_tail")
     calls = events(store, task_id, ModelCalled)
     labels = [i.block for i in calls[-1].manifest.items]
     assert labels[-2:] == ["pinned", "decision"] and "notes" not in labels
@@ -175,11 +167,11 @@ def test_notes_survive_every_compaction_and_are_never_left_out(store, tmp_path) 
 
 
 def test_a_note_reply_that_cannot_be_read_is_recorded_with_the_reason_and_the_task_goes_on(
-    store, workspace, tmp_path
+    store, release_workspace, tmp_path
 ) -> None:
     rt = noting(store, tmp_path, replies_for(2))
     rt.model.note_replies = ['{"text": "4417"}']
-    task_id = conversation(store, rt, workspace, "notes", said=(RULE,))
+    task_id = conversation(store, rt, release_workspace, "notes", said=(RULE,))
     first, second = events(store, task_id, NoteTaken)
     assert first.note == "" and "must be one JSON object" in first.error and first.output == '{"text": "4417"}'
     assert second.note == RULE and second.error == ""
@@ -187,9 +179,9 @@ def test_a_note_reply_that_cannot_be_read_is_recorded_with_the_reason_and_the_ta
     assert rerun_recorded(rt, task_id).difference is None
 
 
-def test_a_message_is_noted_exactly_once_across_a_restart(store, workspace, tmp_path) -> None:
+def test_a_message_is_noted_exactly_once_across_a_restart(store, release_workspace, tmp_path) -> None:
     rt = noting(store, tmp_path, [call("read_file", path="notes.txt"), answer("read", "notes.txt")])
-    task_id = submit(store, workspace, goal=f"Read notes.txt. {RULE}", policy="notes")
+    task_id = submit(store, release_workspace, goal=f"Read notes.txt. {RULE}", policy="notes")
     # Stopped after the first decision, as a crash would: the next run takes no note again.
     assert run(rt, task_id, max_decisions=1) == "running"
     assert run(rt, task_id) == "completed"
@@ -197,9 +189,9 @@ def test_a_message_is_noted_exactly_once_across_a_restart(store, workspace, tmp_
     assert len(rt.model.note_prompts) == 1
 
 
-def test_a_rerun_finds_a_forged_note(store, workspace, tmp_path) -> None:
+def test_a_rerun_finds_a_forged_note(store, release_workspace, tmp_path) -> None:
     rt = noting(store, tmp_path, replies_for(2))
-    task_id = conversation(store, rt, workspace, "notes", said=(RULE,))
+    task_id = conversation(store, rt, release_workspace, "notes", said=(RULE,))
     assert rerun_recorded(rt, task_id).difference is None
     records = store.read_stream(task_id)
     i = next(n for n, r in enumerate(records) if isinstance(r.event, NoteTaken) and r.event.note)
@@ -209,9 +201,11 @@ def test_a_rerun_finds_a_forged_note(store, workspace, tmp_path) -> None:
     assert report.difference is not None and "reads differently today" in report.difference.what
 
 
-def test_a_reassembly_shows_recorded_notes_only_under_a_policy_that_shows_notes(store, workspace, tmp_path) -> None:
+def test_a_reassembly_shows_recorded_notes_only_under_a_policy_that_shows_notes(
+    store, release_workspace, tmp_path
+) -> None:
     rt = noting(store, tmp_path, replies_for(3))
-    task_id = conversation(store, rt, workspace, "notes")
+    task_id = conversation(store, rt, release_workspace, "notes")
     calls = [c for c in events(store, task_id, ModelCalled) if c.attempt == 1]
     same = reassemble(rt, task_id, "notes")
     assert [c.tokens for c in same] == [c.prompt_tokens for c in calls]
@@ -221,13 +215,13 @@ def test_a_reassembly_shows_recorded_notes_only_under_a_policy_that_shows_notes(
 
 
 @pytest.mark.parametrize("spec", ["auto+notes", "user_verbatim:1+pinned_tail", "window:2+notes"])
-def test_forty_user_turns_with_notes(store, workspace, tmp_path, spec) -> None:
+def test_forty_user_turns_with_notes(store, release_workspace, tmp_path, spec) -> None:
     replies = [call("read_file", path="notes.txt"), answer("read", "notes.txt")] + [
         answer(f"noted {n}") for n in range(1, 40)
     ]
     rt = noting(store, tmp_path, replies, n_ctx=6000)
     said = [f"message {n}: remember the code Z{n}" for n in range(1, 40)]
-    task_id = conversation(store, rt, workspace, spec, said=said)
+    task_id = conversation(store, rt, release_workspace, spec, said=said)
     assert len(events(store, task_id, NoteTaken)) == 40 and len(events(store, task_id, AnswerGiven)) == 40
     last = user_turn(rt.model.prompts[-1])
     assert all(f"- message {n + 1}: message {n}: remember the code Z{n}" in last for n in range(1, 40))

@@ -7,17 +7,11 @@ from __future__ import annotations
 
 import html
 import re
-import warnings
 from pathlib import Path
 
 import httpx
 import pytest
 from markupsafe import escape
-
-with warnings.catch_warnings():
-    # Starlette 1.x would rather its test client ran on httpx2; httpx is what agentd installs.
-    warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
-    from starlette.testclient import TestClient
 
 from runtime.artifacts import ArtifactStore
 from runtime.web import access
@@ -25,16 +19,16 @@ from runtime.web.app import create_app
 from store import EventStore
 from store.events import FileRestored, RestoreStarted
 from tests.helpers import answer, call, events, run, scripted_runtime, submit
+from tests.helpers.page import SCRIPT, TestClient, login, nonce
 
 TODO = b"- buy milk\n- call the plumber\n"
 EDITED = b"- - water the plants\n- call the plumber\n"
 NOTES = b"Meeting on Monday.\n"
-SCRIPT = "<script>alert(1)</script>"
 ANSWER = "todo.txt was successfully updated; the file size was increased by 100 characters."
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
+def todo_notes_workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "todo.txt").write_bytes(TODO)
@@ -58,26 +52,20 @@ def task(store: EventStore, data_dir: Path, workspace: Path, replies: list[dict]
 
 
 @pytest.fixture
-def edited(store: EventStore, data_dir: Path, workspace: Path) -> str:
+def edited(store: EventStore, data_dir: Path, todo_notes_workspace: Path) -> str:
     """The user's first todo.txt run: an edit that replaced "buy milk", answered as a success; and a note."""
-    task_id = task(store, data_dir, workspace, [
+    task_id = task(store, data_dir, todo_notes_workspace, [
         call("read_file", path="todo.txt"),
         call("read_file", path="notes.txt"),
         call("edit_file", path="todo.txt", old="buy milk", new="- water the plants"),
         call("append_file", path="notes.txt", text="Plants watered."),
         answer(ANSWER),
     ], goal='Replace the list in todo.txt with the line "- water the plants", and say so in notes.txt')
-    assert (workspace / "todo.txt").read_bytes() == EDITED
+    assert (todo_notes_workspace / "todo.txt").read_bytes() == EDITED
     return task_id
 
 
 # -- talking to the page ------------------------------------------------------------------------
-
-
-def login(app, token: str) -> TestClient:
-    client = TestClient(app, follow_redirects=False)
-    assert client.get(f"/?token={token}").status_code == 303
-    return client
 
 
 def confirmation(client: TestClient, task_id: str, kind: str = "undo", path: str | None = None) -> dict[str, str]:
@@ -109,10 +97,6 @@ def restores(store: EventStore, task_id: str) -> list:
     return events(store, task_id, (RestoreStarted, FileRestored))
 
 
-def nonce(client: TestClient) -> str:
-    return client.cookies[access.SESSION_COOKIE].split(".")[0][:8]
-
-
 # -- the top of the page --------------------------------------------------------------------------
 
 
@@ -133,15 +117,15 @@ def test_the_top_of_a_task_page_shows_its_answer_and_the_diff_of_each_file_it_ch
     assert head.count('class="restore-one"') == 2
 
 
-def test_a_diff_shows_the_files_markup_as_text(client, store, data_dir, workspace) -> None:
-    task_id = task(store, data_dir, workspace, [
+def test_a_diff_shows_the_files_markup_as_text(client, store, data_dir, todo_notes_workspace) -> None:
+    task_id = task(store, data_dir, todo_notes_workspace, [
         call("write_file", path="page.html", content=f'<p title="x">{SCRIPT}</p>\n'),
         answer("page.html now holds the paragraph."),
     ], goal="Write page.html")
     page = client.get(f"/tasks/{task_id}").text
     assert str(escape(f'+<p title="x">{SCRIPT}</p>')) in page
     assert SCRIPT not in page and '<p title="x">' not in page
-    assert (workspace / "page.html").read_text() == f'<p title="x">{SCRIPT}</p>\n'
+    assert (todo_notes_workspace / "page.html").read_text() == f'<p title="x">{SCRIPT}</p>\n'
 
 
 def test_a_failed_task_says_why_at_the_top_and_that_it_changed_nothing(client, store, data_dir, tmp_path) -> None:
@@ -162,7 +146,7 @@ def test_a_failed_task_says_why_at_the_top_and_that_it_changed_nothing(client, s
 
 
 def test_without_an_artifact_store_the_page_lists_the_files_and_offers_no_undo(
-    store, data_dir, workspace, edited
+    store, data_dir, todo_notes_workspace, edited
 ) -> None:
     token = access.page_token(data_dir)
     client = login(create_app(store, "test-model", token=token), token)
@@ -171,14 +155,14 @@ def test_without_an_artifact_store_the_page_lists_the_files_and_offers_no_undo(
     assert "/undo" not in head.split("agentd task undo")[0]
     refused = client.get(f"/tasks/{edited}/undo")
     assert refused.status_code == 409 and "agentd task undo" in problem(refused)
-    assert (workspace / "todo.txt").read_bytes() == EDITED
+    assert (todo_notes_workspace / "todo.txt").read_bytes() == EDITED
 
 
 # -- undo and redo ----------------------------------------------------------------------------------
 
 
 def test_the_undo_address_only_asks_to_confirm_and_shows_what_it_would_put_back(
-    client, store, workspace, edited
+    client, store, todo_notes_workspace, edited
 ) -> None:
     page = client.get(f"/tasks/{edited}/undo")
     assert page.status_code == 200
@@ -186,11 +170,13 @@ def test_the_undo_address_only_asks_to_confirm_and_shows_what_it_would_put_back(
     # What the undo does to the file as it is now: the lost line comes back.
     assert '<span class="d-del">-- - water the plants\n</span><span class="d-add">+- buy milk\n</span>' in page.text
     assert '<button name="confirm" value="undo">Yes, undo 2 files</button>' in page.text
-    assert (workspace / "todo.txt").read_bytes() == EDITED
+    assert (todo_notes_workspace / "todo.txt").read_bytes() == EDITED
     assert restores(store, edited) == []
 
 
-def test_an_undo_without_the_csrf_token_is_refused_and_changes_nothing(client, store, workspace, edited) -> None:
+def test_an_undo_without_the_csrf_token_is_refused_and_changes_nothing(
+    client, store, todo_notes_workspace, edited
+) -> None:
     form = confirmation(client, edited)
     for csrf in (None, "", "0" * 64):
         fields = {k: v for k, v in form.items() if k != "csrf"} | ({} if csrf is None else {"csrf": csrf})
@@ -201,13 +187,13 @@ def test_an_undo_without_the_csrf_token_is_refused_and_changes_nothing(client, s
     other = TestClient(client.app, follow_redirects=False)
     other.cookies.set(access.SESSION_COOKIE, access.new_session("not-the-page-token"))
     assert other.post(f"/tasks/{edited}/undo", data=form).status_code == 401
-    assert (workspace / "todo.txt").read_bytes() == EDITED
-    assert (workspace / "notes.txt").read_bytes() == NOTES + b"Plants watered.\n"
+    assert (todo_notes_workspace / "todo.txt").read_bytes() == EDITED
+    assert (todo_notes_workspace / "notes.txt").read_bytes() == NOTES + b"Plants watered.\n"
     assert restores(store, edited) == []
 
 
 def test_an_undo_that_skips_the_confirmation_is_refused_and_changes_nothing(
-    client, store, workspace, edited
+    client, store, todo_notes_workspace, edited
 ) -> None:
     form = confirmation(client, edited)
     for fields in ({k: v for k, v in form.items() if k != "confirm"}, {**form, "confirm": "redo"},
@@ -216,18 +202,18 @@ def test_an_undo_that_skips_the_confirmation_is_refused_and_changes_nothing(
         assert refused.status_code == 400
         assert problem(refused) == "The undo must be confirmed on its own page, for the changes shown there; " \
                                    "nothing was done."
-    assert (workspace / "todo.txt").read_bytes() == EDITED
+    assert (todo_notes_workspace / "todo.txt").read_bytes() == EDITED
     assert restores(store, edited) == []
 
 
 def test_an_undo_confirmed_with_the_csrf_token_restores_the_files_and_redo_makes_them_again(
-    client, store, workspace, edited
+    client, store, todo_notes_workspace, edited
 ) -> None:
     done = confirm(client, edited)
     assert done.status_code == 303, problem(done)
     assert done.headers["location"].startswith(f"/tasks/{edited}?done=r-")
-    assert (workspace / "todo.txt").read_bytes() == TODO
-    assert (workspace / "notes.txt").read_bytes() == NOTES
+    assert (todo_notes_workspace / "todo.txt").read_bytes() == TODO
+    assert (todo_notes_workspace / "notes.txt").read_bytes() == NOTES
     [started] = events(store, edited, RestoreStarted)
     assert (started.kind, started.by) == ("undo", f"web:{nonce(client)}")
 
@@ -239,27 +225,29 @@ def test_an_undo_confirmed_with_the_csrf_token_restores_the_files_and_redo_makes
     assert head.count("undone: back as before the task") == 2
 
     assert confirm(client, edited, "redo").status_code == 303
-    assert (workspace / "todo.txt").read_bytes() == EDITED
-    assert (workspace / "notes.txt").read_bytes() == NOTES + b"Plants watered.\n"
+    assert (todo_notes_workspace / "todo.txt").read_bytes() == EDITED
+    assert (todo_notes_workspace / "notes.txt").read_bytes() == NOTES + b"Plants watered.\n"
 
 
-def test_one_file_is_undone_alone_from_its_own_button(client, store, workspace, edited) -> None:
+def test_one_file_is_undone_alone_from_its_own_button(client, store, todo_notes_workspace, edited) -> None:
     assert confirm(client, edited, path="notes.txt").status_code == 303
-    assert (workspace / "notes.txt").read_bytes() == NOTES
-    assert (workspace / "todo.txt").read_bytes() == EDITED
+    assert (todo_notes_workspace / "notes.txt").read_bytes() == NOTES
+    assert (todo_notes_workspace / "todo.txt").read_bytes() == EDITED
     head = top(client.get(f"/tasks/{edited}").text)
     assert "Undo all changes" in head and "Redo all changes" in head
 
 
-def test_an_undo_of_a_file_changed_since_shows_one_line_and_touches_nothing(client, store, workspace, edited) -> None:
+def test_an_undo_of_a_file_changed_since_shows_one_line_and_touches_nothing(
+    client, store, todo_notes_workspace, edited
+) -> None:
     form = confirmation(client, edited)
     # The person edits the file between reading the confirmation and confirming it.
-    (workspace / "todo.txt").write_bytes(EDITED + b"- mine\n")
+    (todo_notes_workspace / "todo.txt").write_bytes(EDITED + b"- mine\n")
     refused = client.post(f"/tasks/{edited}/undo", data=form)
     assert refused.status_code == 409
     assert problem(refused) == "todo.txt was changed after the task changed it; nothing was undone"
-    assert (workspace / "todo.txt").read_bytes() == EDITED + b"- mine\n"
-    assert (workspace / "notes.txt").read_bytes() == NOTES + b"Plants watered.\n"
+    assert (todo_notes_workspace / "todo.txt").read_bytes() == EDITED + b"- mine\n"
+    assert (todo_notes_workspace / "notes.txt").read_bytes() == NOTES + b"Plants watered.\n"
     assert restores(store, edited) == []
     # Asked again, the page says so before anything is confirmed.
     asked = client.get(f"/tasks/{edited}/undo")
@@ -267,7 +255,7 @@ def test_an_undo_of_a_file_changed_since_shows_one_line_and_touches_nothing(clie
     assert 'name="confirm"' not in asked.text
 
 
-def test_a_confirmation_holds_only_for_the_task_as_it_was_shown(client, store, workspace, edited) -> None:
+def test_a_confirmation_holds_only_for_the_task_as_it_was_shown(client, store, todo_notes_workspace, edited) -> None:
     stale = confirmation(client, edited)
     assert confirm(client, edited).status_code == 303
     assert confirm(client, edited, "redo").status_code == 303
@@ -275,23 +263,25 @@ def test_a_confirmation_holds_only_for_the_task_as_it_was_shown(client, store, w
     refused = client.post(f"/tasks/{edited}/undo", data=stale)
     assert refused.status_code == 409
     assert "recorded something after the undo was shown; nothing was done" in problem(refused)
-    assert (workspace / "todo.txt").read_bytes() == EDITED
+    assert (todo_notes_workspace / "todo.txt").read_bytes() == EDITED
     assert len(events(store, edited, RestoreStarted)) == 2
 
 
-def test_undo_of_a_task_that_has_not_run_is_refused_in_one_line(client, store, workspace) -> None:
-    task_id = submit(store, workspace, "Add a line to todo.txt", allowed_effects=("read", "write"))
+def test_undo_of_a_task_that_has_not_run_is_refused_in_one_line(client, store, todo_notes_workspace) -> None:
+    task_id = submit(store, todo_notes_workspace, "Add a line to todo.txt", allowed_effects=("read", "write"))
     asked = client.get(f"/tasks/{task_id}/undo")
     assert asked.status_code == 409
     assert problem(asked) == f"task {task_id} is submitted; cancel it or let it finish before its changes are undone"
     assert client.get("/tasks/t-404/undo").status_code == 404
 
 
-def test_the_approvals_page_shows_the_change_a_confirming_task_would_make(client, store, data_dir, workspace) -> None:
+def test_the_approvals_page_shows_the_change_a_confirming_task_would_make(
+    client, store, data_dir, todo_notes_workspace
+) -> None:
     rt = scripted_runtime(store, data_dir, [
         call("read_file", path="todo.txt"), call("append_file", path="todo.txt", text=f"- {SCRIPT}"),
     ])
-    task_id = submit(store, workspace, "Add a line to todo.txt", allowed_effects=("read", "write"),
+    task_id = submit(store, todo_notes_workspace, "Add a line to todo.txt", allowed_effects=("read", "write"),
                      confirm_changes=True)
     assert run(rt, task_id) == "awaiting_approval"
     page = client.get("/approvals").text

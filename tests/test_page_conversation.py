@@ -13,7 +13,7 @@ from runtime.web import access
 from runtime.web.app import create_app
 from store import EventStore
 from store.events import CLOSED, AnswerGiven, TaskPhase, TaskPhaseChanged, UserSaid
-from tests.test_web import TestClient, login, nonce, submit
+from tests.helpers.page import TestClient, login, nonce, submit
 
 FOLLOW_UP = "And which weekday is that?"
 

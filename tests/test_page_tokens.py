@@ -12,7 +12,7 @@ from runtime.agent.accounting import Accounting, CallTokens
 from runtime.web.views import CHART_TOP, token_chart
 from store import EventStore
 from store.events import CompactionFailed, ModelCalled, TokenBuckets
-from tests.test_web import login, manifest, submit
+from tests.helpers.page import login, manifest, submit
 
 # Two calls, every bucket non-empty; the second evaluated only what the cache did not hold.
 ACCOUNTING = Accounting(

@@ -12,7 +12,7 @@ from runtime.agent.progress import Board, Decided, Progress, Tally
 from runtime.inference.http import HttpModel
 from runtime.inference.model import Message, Throttled
 from runtime.inference.model_file import smoke_model_path
-from tests.test_inference import SCHEMA, rules
+from tests.helpers.prompt import SCHEMA, rules
 
 
 def figures(completion) -> tuple:
@@ -123,9 +123,8 @@ def test_a_reporter_that_raises_does_not_fail_the_call(model) -> None:
 
 @pytest.fixture
 def scripted_endpoint(tmp_path: Path):
-    from tests.model_server import Script, serve
-    from tests.test_daemon import free_port
-    from tests.test_daemon_crash import wait_for_port
+    from tests.helpers import free_port, wait_for_port
+    from tests.helpers.model_server import Script, serve
 
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"delay_s": 0.0, "replies": [{"action": "a", "n": 1}]}))
@@ -186,7 +185,7 @@ def test_the_tally_says_what_each_decision_came_to_with_its_tokens_and_time() ->
 
 
 def served_task(agentd, tmp_path: Path, replies: list, *submit: str):
-    from tests.test_daemon import serving
+    from tests.helpers import serving
 
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
@@ -201,7 +200,7 @@ def phase_of(agentd, env: dict, task_id: str) -> str:
 
 @pytest.mark.slow
 def test_serve_logs_one_line_per_decision_with_its_outcome_tokens_and_seconds(agentd, tmp_path: Path) -> None:
-    from tests.test_daemon import wait_until
+    from tests.helpers import wait_until
 
     replies = [
         {"action": "call_tool", "tool": "read_file", "arguments": {"path": "notes.txt"}, "reason": "look"},
@@ -226,7 +225,7 @@ def test_serve_logs_one_line_per_decision_with_its_outcome_tokens_and_seconds(ag
 def test_a_tasks_open_page_shows_what_it_is_doing_now_without_a_reload(agentd, browser, tmp_path: Path) -> None:
     from urllib.parse import urlsplit
 
-    from tests.test_page_browser import phase_shown, screenshot, signed_in
+    from tests.helpers.browser import phase_shown, screenshot, signed_in
 
     # Each reply takes the endpoint a second, long enough to see; the task lists files until its step cap.
     replies = [{"action": "call_tool", "tool": "list_files", "arguments": {"path": "n-{n}"}, "reason": "look"}]

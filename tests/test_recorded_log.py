@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "recorded-log.jsonl"
+from tests.helpers import FIXTURES
+
+FIXTURE = FIXTURES / "recorded-log.jsonl"
 TASK = "t-1"
 
 

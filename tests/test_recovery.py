@@ -20,11 +20,11 @@ from store.events import (
     ToolCallProposed,
     ToolCallStarted,
 )
-from tests.test_agent import EVERYTHING, answer, events, make_runtime, submit
+from tests.helpers import EVERYTHING, answer, events, make_runtime, submit
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
+def notes_workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "notes.txt").write_text("March 3\n")
@@ -51,8 +51,8 @@ def run(rt, task_id: str) -> str:
     return anyio.run(lambda: run_task(rt, task_id))
 
 
-def test_an_idempotent_call_with_unknown_outcome_simply_runs_again(store, workspace, tmp_path) -> None:
-    task_id = submit(store, workspace)
+def test_an_idempotent_call_with_unknown_outcome_simply_runs_again(store, notes_workspace, tmp_path) -> None:
+    task_id = submit(store, notes_workspace)
     crashed_during(store, task_id, "read_file", {"path": "notes.txt"}, idempotent=True)
     rt = make_runtime(store, ScriptedModel([answer("March 3", "notes.txt")]), tmp_path)
     assert run(rt, task_id) == "completed"
@@ -62,26 +62,26 @@ def test_an_idempotent_call_with_unknown_outcome_simply_runs_again(store, worksp
 
 
 def test_a_non_idempotent_call_with_unknown_outcome_waits_and_runs_once_if_approved(
-    store, workspace, tmp_path
+    store, notes_workspace, tmp_path
 ) -> None:
-    task_id = submit(store, workspace, allowed_effects=EVERYTHING)
+    task_id = submit(store, notes_workspace, allowed_effects=EVERYTHING)
     command = "echo ran >> side-effects.txt"
     crashed_during(store, task_id, "shell", {"command": command}, idempotent=False, approved=True)
     rt = make_runtime(store, ScriptedModel([answer("done")]), tmp_path)
     assert run(rt, task_id) == "awaiting_approval"
-    assert not (workspace / "side-effects.txt").exists(), "the first approval must not be reused for a rerun"
+    assert not (notes_workspace / "side-effects.txt").exists(), "the first approval must not be reused for a rerun"
     request = events(store, task_id, ApprovalRequested)[-1]
     assert request.approval_id != "ap-first" and "outcome unknown" in request.reason
     assert run(rt, task_id) == "awaiting_approval"
     store.append(task_id, [ApprovalGranted(approval_id=request.approval_id, by="ann")])
     assert run(rt, task_id) == "completed"
-    assert (workspace / "side-effects.txt").read_text() == "ran\n"
+    assert (notes_workspace / "side-effects.txt").read_text() == "ran\n"
 
 
 def test_a_non_idempotent_call_whose_rerun_is_denied_is_recorded_as_unknown_and_never_run(
-    store, workspace, tmp_path
+    store, notes_workspace, tmp_path
 ) -> None:
-    task_id = submit(store, workspace, allowed_effects=EVERYTHING)
+    task_id = submit(store, notes_workspace, allowed_effects=EVERYTHING)
     crashed_during(
         store, task_id, "shell", {"command": "echo ran >> side-effects.txt"}, idempotent=False, approved=True
     )
@@ -92,5 +92,5 @@ def test_a_non_idempotent_call_whose_rerun_is_denied_is_recorded_as_unknown_and_
     assert run(rt, task_id) == "completed"
     [result] = events(store, task_id, ToolCallExecuted)
     assert result.status == "outcome_unknown"
-    assert not (workspace / "side-effects.txt").exists()
+    assert not (notes_workspace / "side-effects.txt").exists()
     assert "may or may not have taken effect" in rt.model.prompts[-1]

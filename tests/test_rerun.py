@@ -12,7 +12,7 @@ from runtime.agent.profiles import WORKSPACE
 from runtime.agent.rerun import rerun_recorded
 from runtime.inference.scripted import ScriptedModel
 from store import EventStore
-from tests.test_agent import answer, call, make_runtime, submit
+from tests.helpers import answer, call, make_runtime, submit
 
 REPLIES = [call("read_log", path="notes.txt"), call("read_file", path="notes.txt"), answer("March 3", "notes.txt")]
 

@@ -13,8 +13,7 @@ from runtime.eval.suite import generate
 from runtime.tools.builtin import builtin_registry
 from runtime.tools.contract import Effect
 from store.events import ProposalRejected
-from tests.conftest import REPO
-from tests.helpers import answer, call, events, run, scripted_runtime, submit, workspace_of
+from tests.helpers import REPO, answer, call, events, run, scripted_runtime, submit, workspace_of
 
 TOOLS = builtin_registry()
 

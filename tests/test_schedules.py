@@ -23,7 +23,7 @@ from runtime.harness.schedules import (
 from store import EventStore
 from store.events import SCHEDULES_STREAM, ScheduleFired, TaskSubmitted
 from store.log import iter_records
-from tests.conftest import run_agentd
+from tests.helpers import run_agentd
 
 
 @pytest.fixture

@@ -139,7 +139,7 @@ def test_the_async_call_answers_from_the_same_script_one_call_at_a_time() -> Non
 
 def test_a_script_that_runs_out_fails_the_task_with_the_reason(store, tmp_path: Path) -> None:
     from store.events import TaskPhaseChanged
-    from tests.test_agent import call, events, make_runtime, run, submit
+    from tests.helpers import call, events, make_runtime, run, submit
 
     workspace = tmp_path / "ws"
     workspace.mkdir()

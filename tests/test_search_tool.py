@@ -19,7 +19,7 @@ LOG = """2026-11-30 09:00:01 INFO started
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
+def log_workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     (ws / "logs").mkdir(parents=True)
     (ws / "logs" / "app.log").write_text(LOG)
@@ -33,9 +33,9 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def ctx(tmp_path: Path, workspace: Path) -> ToolContext:
-    data = workspace / ".agentd"
-    return ToolContext("t", "acme", "agent", workspace, ArtifactStore(tmp_path / "artifacts"), protected=(data,))
+def ctx(tmp_path: Path, log_workspace: Path) -> ToolContext:
+    data = log_workspace / ".agentd"
+    return ToolContext("t", "acme", "agent", log_workspace, ArtifactStore(tmp_path / "artifacts"), protected=(data,))
 
 
 def search(ctx: ToolContext, **args):
@@ -59,8 +59,8 @@ def test_a_folder_is_searched_through_its_text_files_only(ctx) -> None:
     assert out.observation["count"] == 4 and out.observation["files_searched"] == 2
 
 
-def test_matches_past_the_limit_are_counted_and_said_to_be_left_out(ctx, workspace) -> None:
-    (workspace / "big.txt").write_text("hit\n" * (MAX_MATCHES + 7))
+def test_matches_past_the_limit_are_counted_and_said_to_be_left_out(ctx, log_workspace) -> None:
+    (log_workspace / "big.txt").write_text("hit\n" * (MAX_MATCHES + 7))
     out = search(ctx, text="hit", path="big.txt")
     assert len(out.output.matches) == MAX_MATCHES and out.output.omitted == 7
     # Too long to show whole, the result still says how many lines match; the lines are an artifact.

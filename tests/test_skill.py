@@ -22,19 +22,7 @@ from runtime.skills.skill import (
     load,
     validate,
 )
-
-DESCRIPTION = "description: Extract text and tables from PDF files. Use when the user mentions PDFs."
-
-
-def md(*fields: str, body: str = "Read the PDF, then answer.") -> str:
-    return "---\n" + "\n".join(fields) + "\n---\n" + body + "\n"
-
-
-def write(parent: Path, folder: str, text: str | bytes) -> Path:
-    path = parent / folder
-    path.mkdir(parents=True, exist_ok=True)
-    (path / "SKILL.md").write_bytes(text.encode() if isinstance(text, str) else text)
-    return path
+from tests.helpers.skill import DESCRIPTION, md, write
 
 
 def assert_says(diagnostics: list[Diagnostic], fragments: tuple[str, ...]) -> None:

@@ -17,9 +17,8 @@ from runtime.inference.grammar import schema_grammar
 from runtime.skills.tools import FACT_ACTIVE_SKILLS, ReadSkillFile, RunSkillScript, register_skill_tools
 from runtime.tools import ToolContext, ToolRegistry, execute
 from runtime.tools.schema import inline_schema
-from tests.test_tools import process_gone
+from tests.helpers import REPO, process_gone
 
-REPO = Path(__file__).resolve().parent.parent
 BUNDLED = REPO / "skills"
 
 

@@ -30,11 +30,11 @@ from store.events import (
     TaskPhaseChanged,
     ToolCallExecuted,
 )
-from tests.test_agent import EVERYTHING, answer, call, events, submit
+from tests.helpers import EVERYTHING, answer, call, events, submit
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
+def notes_workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "notes.txt").write_text("The release is planned for March 3.\n")
@@ -96,10 +96,10 @@ def system_prompt(prompt: str) -> str:
 
 
 def test_a_task_keeps_the_catalog_it_started_with_and_the_next_task_sees_the_new_one(
-    store, tmp_path, workspace, skills
+    store, tmp_path, notes_workspace, skills
 ) -> None:
     rt = runtime(store, tmp_path, [call("read_file", path="notes.txt"), answer("done")], roots=[skills])
-    task_id = submit(store, workspace, profile="skilled")
+    task_id = submit(store, notes_workspace, profile="skilled")
     run(rt, task_id, max_decisions=1)
     write_skill(skills, "csv-report", "Summarises CSV files. Use for tabular data.")
     assert run(rt, task_id) == "completed"
@@ -115,17 +115,17 @@ def test_a_task_keeps_the_catalog_it_started_with_and_the_next_task_sees_the_new
     assert (catalog_item.kind, catalog_item.version) == ("skill", pinned.fingerprint[:12])
 
     rt2 = runtime(store, tmp_path, [answer("done")], roots=[skills])
-    next_task = submit(store, workspace, profile="skilled")
+    next_task = submit(store, notes_workspace, profile="skilled")
     run(rt2, next_task)
     assert "- csv-report: Summarises CSV files." in system_prompt(rt2.model.prompts[0])
 
 
 def test_a_catalog_over_its_budget_is_shortened_and_the_manifest_says_so(
-    store, tmp_path, workspace, skills
+    store, tmp_path, notes_workspace, skills
 ) -> None:
     write_skill(skills, "long-winded", "Explains everything at length. " * 30)
     rt = runtime(store, tmp_path, [answer("done")], roots=[skills], budget=90)
-    task_id = submit(store, workspace, profile="skilled")
+    task_id = submit(store, notes_workspace, profile="skilled")
     run(rt, task_id)
     [pinned] = events(store, task_id, SkillCatalogPinned)
     assert any(e.shortened for e in pinned.entries) or pinned.left_out
@@ -137,9 +137,9 @@ def test_a_catalog_over_its_budget_is_shortened_and_the_manifest_says_so(
     assert noted, "the manifest does not say the catalog was cut"
 
 
-def test_a_task_without_skills_has_no_catalog_and_no_skill_tools(store, tmp_path, workspace) -> None:
+def test_a_task_without_skills_has_no_catalog_and_no_skill_tools(store, tmp_path, notes_workspace) -> None:
     rt = runtime(store, tmp_path, [answer("done")], roots=[tmp_path / "no-skills-here"])
-    task_id = submit(store, workspace, profile="skilled")
+    task_id = submit(store, notes_workspace, profile="skilled")
     run(rt, task_id)
     [called] = events(store, task_id, ModelCalled)
     assert not [i for i in called.manifest.items if i.kind == "skill"]
@@ -150,10 +150,10 @@ def test_a_task_without_skills_has_no_catalog_and_no_skill_tools(store, tmp_path
 
 
 def test_activate_skill_records_the_body_and_the_next_request_shows_it_with_its_hash(
-    store, tmp_path, workspace, skills
+    store, tmp_path, notes_workspace, skills
 ) -> None:
     rt = runtime(store, tmp_path, [activate("release-notes"), answer("done")], roots=[skills])
-    task_id = submit(store, workspace, profile="skilled")
+    task_id = submit(store, notes_workspace, profile="skilled")
     assert run(rt, task_id) == "completed"
 
     [activated] = events(store, task_id, SkillActivated)
@@ -175,31 +175,31 @@ def test_activate_skill_records_the_body_and_the_next_request_shows_it_with_its_
 
 
 def test_a_goal_that_starts_with_slash_name_activates_that_skill_before_the_first_request(
-    store, tmp_path, workspace, skills
+    store, tmp_path, notes_workspace, skills
 ) -> None:
     rt = runtime(store, tmp_path, [answer("done")], roots=[skills])
-    task_id = submit(store, workspace, goal="/api-triage the billing API returns 500", profile="skilled")
+    task_id = submit(store, notes_workspace, goal="/api-triage the billing API returns 500", profile="skilled")
     run(rt, task_id)
     [activated] = events(store, task_id, SkillActivated)
     assert (activated.name, activated.by, activated.call_index) == ("api-triage", "user", 0)
     assert "Check the status page first." in rt.model.prompts[0]
 
 
-def test_a_goal_naming_no_installed_skill_activates_nothing(store, tmp_path, workspace, skills) -> None:
+def test_a_goal_naming_no_installed_skill_activates_nothing(store, tmp_path, notes_workspace, skills) -> None:
     rt = runtime(store, tmp_path, [answer("done")], roots=[skills])
-    task_id = submit(store, workspace, goal="/etc/passwd is missing, why?", profile="skilled")
+    task_id = submit(store, notes_workspace, goal="/etc/passwd is missing, why?", profile="skilled")
     run(rt, task_id)
     assert events(store, task_id, SkillActivated) == []
 
 
 def test_activating_an_unknown_or_already_active_skill_is_refused_with_the_reason(
-    store, tmp_path, workspace, skills
+    store, tmp_path, notes_workspace, skills
 ) -> None:
     replies = [activate("api-triage"), activate("api-triage"), call("read_file", path="notes.txt"),
                activate("nonexistent"),
                answer("done")]
     rt = runtime(store, tmp_path, replies, roots=[skills])
-    task_id = submit(store, workspace, profile="skilled")
+    task_id = submit(store, notes_workspace, profile="skilled")
     assert run(rt, task_id) == "completed"
     errors = [r.error for r in events(store, task_id, ProposalRejected)]
     assert "already active" in errors[0]
@@ -209,11 +209,11 @@ def test_activating_an_unknown_or_already_active_skill_is_refused_with_the_reaso
 
 
 def test_a_skill_removed_after_the_task_started_fails_to_activate_and_the_task_hears_why(
-    store, tmp_path, workspace, skills
+    store, tmp_path, notes_workspace, skills
 ) -> None:
     rt = runtime(store, tmp_path, [call("read_file", path="notes.txt"), activate("api-triage"), answer("done")],
                  roots=[skills])
-    task_id = submit(store, workspace, profile="skilled")
+    task_id = submit(store, notes_workspace, profile="skilled")
     run(rt, task_id, max_decisions=1)
     shutil.rmtree(skills / "api-triage")
     assert run(rt, task_id) == "completed"
@@ -225,22 +225,22 @@ def test_a_skill_removed_after_the_task_started_fails_to_activate_and_the_task_h
 # -- level 3: resources, and allowed-tools ----------------------------------------------------------
 
 
-def test_an_active_skill_s_file_is_read_through_read_skill_file(store, tmp_path, workspace, skills) -> None:
+def test_an_active_skill_s_file_is_read_through_read_skill_file(store, tmp_path, notes_workspace, skills) -> None:
     write_skill(skills, "api-triage", "Diagnoses API errors.", files={"references/codes.md": "503 means overload."})
     replies = [activate("api-triage"), call("read_skill_file", skill="api-triage", path="references/codes.md"),
                answer("done")]
     rt = runtime(store, tmp_path, replies, roots=[skills])
-    task_id = submit(store, workspace, profile="skilled")
+    task_id = submit(store, notes_workspace, profile="skilled")
     assert run(rt, task_id) == "completed"
     [executed] = events(store, task_id, ToolCallExecuted)
     assert executed.status == "ok"
     assert "503 means overload." in rt.model.prompts[-1]
 
 
-def test_allowed_tools_pre_approve_a_tool_the_task_was_offered(store, tmp_path, workspace, skills) -> None:
+def test_allowed_tools_pre_approve_a_tool_the_task_was_offered(store, tmp_path, notes_workspace, skills) -> None:
     rt = runtime(store, tmp_path, [activate("release-notes"), call("shell", command="echo hi"), answer("ok")],
                  roots=[skills])
-    task_id = submit(store, workspace, profile="skilled", allowed_effects=EVERYTHING)
+    task_id = submit(store, notes_workspace, profile="skilled", allowed_effects=EVERYTHING)
     assert run(rt, task_id) == "completed"
     [requested] = events(store, task_id, ApprovalRequested)
     [granted] = events(store, task_id, ApprovalGranted)
@@ -250,10 +250,10 @@ def test_allowed_tools_pre_approve_a_tool_the_task_was_offered(store, tmp_path, 
     assert not [e for e in events(store, task_id, TaskPhaseChanged) if e.phase == "awaiting_approval"]
 
 
-def test_allowed_tools_never_offer_a_tool_the_task_s_policy_left_out(store, tmp_path, workspace, skills) -> None:
+def test_allowed_tools_never_offer_a_tool_the_task_s_policy_left_out(store, tmp_path, notes_workspace, skills) -> None:
     rt = runtime(store, tmp_path, [activate("release-notes"), call("shell", command="echo hi"),
                                           answer("ok")], roots=[skills])
-    task_id = submit(store, workspace, profile="skilled")  # read-only: shell is not offered
+    task_id = submit(store, notes_workspace, profile="skilled")  # read-only: shell is not offered
     assert run(rt, task_id) == "completed"
     [rejected] = events(store, task_id, ProposalRejected)
     assert "no tool 'shell'" in rejected.error
@@ -261,9 +261,9 @@ def test_allowed_tools_never_offer_a_tool_the_task_s_policy_left_out(store, tmp_
     assert events(store, task_id, ApprovalGranted) == []
 
 
-def test_a_tool_no_active_skill_lists_still_waits_for_a_person(store, tmp_path, workspace, skills) -> None:
+def test_a_tool_no_active_skill_lists_still_waits_for_a_person(store, tmp_path, notes_workspace, skills) -> None:
     rt = runtime(store, tmp_path, [activate("api-triage"), call("shell", command="echo hi")], roots=[skills])
-    task_id = submit(store, workspace, profile="skilled", allowed_effects=EVERYTHING)
+    task_id = submit(store, notes_workspace, profile="skilled", allowed_effects=EVERYTHING)
     assert run(rt, task_id) == "awaiting_approval"
     assert events(store, task_id, ApprovalGranted) == []
 
@@ -272,12 +272,12 @@ def test_a_tool_no_active_skill_lists_still_waits_for_a_person(store, tmp_path, 
 
 
 def test_skills_added_changed_and_removed_on_disk_notify_running_tasks_once_coalesced(
-    store, tmp_path, workspace, skills
+    store, tmp_path, notes_workspace, skills
 ) -> None:
     rt = runtime(store, tmp_path, [call("read_file", path="notes.txt")], roots=[skills])
-    running = submit(store, workspace, profile="skilled")
+    running = submit(store, notes_workspace, profile="skilled")
     run(rt, running, max_decisions=1)
-    waiting = submit(store, workspace, profile="skilled")  # not started: it will pin the new catalog
+    waiting = submit(store, notes_workspace, profile="skilled")  # not started: it will pin the new catalog
 
     def texts() -> list[str]:
         with store.reading() as conn:
@@ -317,13 +317,13 @@ async def wait_for(condition, timeout: float = 10.0) -> None:
 
 
 def test_a_task_that_used_a_skill_reruns_on_its_recorded_outputs_without_a_difference(
-    store, tmp_path, workspace, skills
+    store, tmp_path, notes_workspace, skills
 ) -> None:
     write_skill(skills, "api-triage", "Diagnoses API errors.", files={"references/codes.md": "503 means overload."})
     replies = [activate("api-triage"), call("read_skill_file", skill="api-triage", path="references/codes.md"),
                answer("done")]
     rt = runtime(store, tmp_path, replies, roots=[skills])
-    task_id = submit(store, workspace, profile="skilled")
+    task_id = submit(store, notes_workspace, profile="skilled")
     assert run(rt, task_id) == "completed"
     # The folder changes and loses a skill: the task's requests come from its log, not from the folder.
     shutil.rmtree(skills / "release-notes")
@@ -332,14 +332,14 @@ def test_a_task_that_used_a_skill_reruns_on_its_recorded_outputs_without_a_diffe
     assert (report.calls, report.difference) == (3, None)
 
 
-def test_changes_made_while_agentd_was_down_are_told_at_start_once(store, tmp_path, workspace, skills) -> None:
+def test_changes_made_while_agentd_was_down_are_told_at_start_once(store, tmp_path, notes_workspace, skills) -> None:
     rt = runtime(store, tmp_path, [call("read_file", path="notes.txt"), call("read_file", path="notes.txt")],
                  roots=[skills])
-    changed_under = submit(store, workspace, profile="skilled")
+    changed_under = submit(store, notes_workspace, profile="skilled")
     run(rt, changed_under, max_decisions=1)
     shutil.rmtree(skills / "release-notes")
     write_skill(skills, "csv-report", "Summarises CSV files.")
-    current = submit(store, workspace, profile="skilled")  # pinned after the change: nothing to tell
+    current = submit(store, notes_workspace, profile="skilled")  # pinned after the change: nothing to tell
     run(rt, current, max_decisions=1)
 
     def start_and_stop() -> int:

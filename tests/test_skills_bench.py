@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from runtime.skills import catalog
+from tests.helpers import REPO
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+BENCH = REPO / "bench"
 
 
 def words(text: str) -> int:

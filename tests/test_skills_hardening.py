@@ -14,9 +14,10 @@ import pytest
 from runtime.skills import catalog, skill
 from runtime.skills.review import review
 from runtime.skills.skill import load, validate
-from tests.test_skill import DESCRIPTION, md, write
+from tests.helpers import FIXTURES
+from tests.helpers.skill import DESCRIPTION, md, write
 
-FIXTURES = Path(__file__).parent / "fixtures" / "skill_review"
+SKILL_REVIEW = FIXTURES / "skill_review"
 # Enough for agentd's own imports (it needs about 300 MiB of address space), far too little for a bomb.
 MEMORY = 768 << 20
 
@@ -397,7 +398,7 @@ def test_an_ordinary_relative_cleanup_is_not_rated_high(tmp_path: Path) -> None:
 
 
 def labelled() -> list[tuple[str, Path]]:
-    return [(label, folder) for label in ("benign", "malicious") for folder in sorted((FIXTURES / label).iterdir())]
+    return [(label, folder) for label in ("benign", "malicious") for folder in sorted((SKILL_REVIEW / label).iterdir())]
 
 
 def test_the_labelled_skills_are_valid_skills() -> None:

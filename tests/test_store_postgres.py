@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from store import EventStore
-from tests.store_contract import StoreContract
+from tests.helpers.store_contract import StoreContract
 
 SERVER = os.environ.get("AGENTD_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 

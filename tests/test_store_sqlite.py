@@ -6,7 +6,7 @@ import pytest
 
 from store import ConcurrencyConflict, EventStore
 from store.events import ModelCalled, TaskPhase, TaskPhaseChanged
-from tests.store_contract import StoreContract, submitted
+from tests.helpers.store_contract import StoreContract, submitted
 
 
 class TestSqliteStore(StoreContract):

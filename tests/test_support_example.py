@@ -37,7 +37,7 @@ from store.events import (
     ToolCallExecuted,
     ToolCallStarted,
 )
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 EXAMPLE = REPO / "examples" / "support_agent"
 PLUGIN = EXAMPLE / "plugin.py"

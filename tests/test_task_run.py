@@ -15,8 +15,7 @@ import pytest
 from runtime.agent.plugins import load
 from runtime.agent.progress import Progress
 from runtime.cli._watch import Watch, bar
-from tests.test_daemon import free_port
-from tests.test_daemon_crash import REPO, wait_for_port
+from tests.helpers import REPO, free_port, wait_for_port
 
 
 def a_decision(step: int = 3) -> list[Progress]:
@@ -101,7 +100,9 @@ def endpoint(tmp_path: Path, env: dict[str, str]) -> Iterator:
         script = tmp_path / "script.json"
         script.write_text(json.dumps({"delay_s": 0.0, "replies": replies}))
         port = free_port()
-        started.append(subprocess.Popen([sys.executable, "-m", "tests.model_server", str(port), str(script)], cwd=REPO))
+        started.append(subprocess.Popen(
+            [sys.executable, "-m", "tests.helpers.model_server", str(port), str(script)], cwd=REPO
+        ))
         wait_for_port(port)
         # The endpoint tokenizes with the smoke model, so agentd takes its chat template from the same file.
         return {**env, "AGENTD_MODEL_URL": f"http://127.0.0.1:{port}", "AGENTD_MODEL": "smollm2-135m"}

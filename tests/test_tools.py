@@ -40,8 +40,7 @@ from runtime.tools import (
 )
 from runtime.tools.schema import inline_schema
 from store.events import ArtifactRead, FileChanged, ToolCallExecuted
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.helpers import REPO, process_gone
 
 
 @pytest.fixture
@@ -684,20 +683,6 @@ def test_contracts_reject_loose_inputs_and_shadowing_outputs() -> None:
 def shell(ctx, command, **kw) -> tuple:
     tool = Shell(**kw)
     return tool, execute(tool, ctx, {"command": command}, approved=True)
-
-
-def process_gone(pid: int, within: float = 3.0) -> bool:
-    """True once `pid` has exited (a zombie counts: it runs nothing)."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_shell_needs_approval(ctx, workspace) -> None:

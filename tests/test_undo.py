@@ -37,7 +37,7 @@ TODO = b"- buy milk\n- call the plumber\n"
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
+def todo_workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "todo.txt").write_bytes(TODO)
@@ -65,17 +65,17 @@ def todo_task(store, data_dir, workspace, replies, goal=PUT) -> str:
 
 
 def test_an_edit_that_replaced_an_item_is_shown_in_the_diff_and_undone_to_the_exact_bytes(
-    store, data_dir, workspace, agentd
+    store, data_dir, todo_workspace, agentd
 ) -> None:
-    task_id = todo_task(store, data_dir, workspace, [
+    task_id = todo_task(store, data_dir, todo_workspace, [
         call("read_file", path="todo.txt"),
         call("edit_file", path="todo.txt", old="buy milk", new="- water the plants"),
         answer("todo.txt was successfully updated; the file size was increased by 100 characters."),
     ])
-    assert (workspace / "todo.txt").read_bytes() == b"- - water the plants\n- call the plumber\n"
+    assert (todo_workspace / "todo.txt").read_bytes() == b"- - water the plants\n- call the plumber\n"
     [changed] = events(store, task_id, FileChanged)
     assert (changed.path, changed.before_sha256, changed.after_sha256) == (
-        "todo.txt", sha(TODO), sha((workspace / "todo.txt").read_bytes())
+        "todo.txt", sha(TODO), sha((todo_workspace / "todo.txt").read_bytes())
     )
     # The model saw what it removed, in the call's own result and beside its next decision.
     executed = [e for e in events(store, task_id, ToolCallExecuted) if e.tool == "edit_file"]
@@ -89,42 +89,44 @@ def test_an_edit_that_replaced_an_item_is_shown_in_the_diff_and_undone_to_the_ex
     undone = agentd("task", "undo", task_id)
     assert undone.returncode == 0, undone.stderr
     assert undone.stdout == "put back todo.txt\n"
-    assert (workspace / "todo.txt").read_bytes() == TODO
+    assert (todo_workspace / "todo.txt").read_bytes() == TODO
 
 
-def test_an_append_followed_by_an_edit_over_an_item_is_undone_whole(store, data_dir, workspace, agentd) -> None:
-    task_id = todo_task(store, data_dir, workspace, [
+def test_an_append_followed_by_an_edit_over_an_item_is_undone_whole(store, data_dir, todo_workspace, agentd) -> None:
+    task_id = todo_task(store, data_dir, todo_workspace, [
         call("read_file", path="todo.txt"),
         call("append_file", path="todo.txt", text="- water the plants"),
         call("edit_file", path="todo.txt", old="- buy milk", new="- water the plants"),
         answer("todo.txt has been updated."),
     ], goal=PUT)
-    assert b"buy milk" not in (workspace / "todo.txt").read_bytes()
+    assert b"buy milk" not in (todo_workspace / "todo.txt").read_bytes()
     shown = agentd("task", "diff", task_id, "--json")
     diffs = json.loads(shown.stdout)
     assert [(d["by"], d["added"], d["removed"]) for d in diffs] == [("c2 append_file", 1, 0), ("c3 edit_file", 1, 1)]
     assert "-- buy milk" in diffs[1]["diff"]
 
     assert agentd("task", "undo", task_id).returncode == 0
-    assert (workspace / "todo.txt").read_bytes() == TODO
+    assert (todo_workspace / "todo.txt").read_bytes() == TODO
 
 
-def test_a_write_over_the_list_is_shown_with_every_line_it_lost_and_undone(store, data_dir, workspace, agentd) -> None:
-    task_id = todo_task(store, data_dir, workspace, [
+def test_a_write_over_the_list_is_shown_with_every_line_it_lost_and_undone(
+    store, data_dir, todo_workspace, agentd
+) -> None:
+    task_id = todo_task(store, data_dir, todo_workspace, [
         call("read_file", path="todo.txt"),
         call("append_file", path="todo.txt", text="- water the plants"),
         call("write_file", path="todo.txt", content="- water the plants"),
         answer("The user added the item  to todo.txt."),
     ])
-    assert (workspace / "todo.txt").read_bytes() == b"- water the plants"
+    assert (todo_workspace / "todo.txt").read_bytes() == b"- water the plants"
     shown = agentd("task", "diff", task_id, "--path", "todo.txt")
     assert "-- buy milk\n-- call the plumber\n" in shown.stdout
     assert agentd("task", "undo", task_id).returncode == 0
-    assert (workspace / "todo.txt").read_bytes() == TODO
+    assert (todo_workspace / "todo.txt").read_bytes() == TODO
 
 
-def test_task_show_lists_the_files_changed_with_their_line_counts(store, data_dir, workspace, agentd) -> None:
-    task_id = todo_task(store, data_dir, workspace, [
+def test_task_show_lists_the_files_changed_with_their_line_counts(store, data_dir, todo_workspace, agentd) -> None:
+    task_id = todo_task(store, data_dir, todo_workspace, [
         call("read_file", path="todo.txt"),
         call("append_file", path="todo.txt", text="- water the plants"),
         answer("I added the line to todo.txt."),
@@ -135,7 +137,7 @@ def test_task_show_lists_the_files_changed_with_their_line_counts(store, data_di
 
 
 def test_the_issues_add_requests_have_the_call_that_would_remove_an_item_refused_before_it_runs(
-    store, data_dir, workspace
+    store, data_dir, todo_workspace
 ) -> None:
     for goal, removing in [
         ('Add the line "- water the plants" to todo.txt',
@@ -143,8 +145,8 @@ def test_the_issues_add_requests_have_the_call_that_would_remove_an_item_refused
         ('Append a new last line "- water the plants" to todo.txt, keeping the existing lines',
          call("write_file", path="todo.txt", content="- water the plants")),
     ]:
-        (workspace / "todo.txt").write_bytes(TODO)
-        task_id = todo_task(store, data_dir, workspace, [
+        (todo_workspace / "todo.txt").write_bytes(TODO)
+        task_id = todo_task(store, data_dir, todo_workspace, [
             call("read_file", path="todo.txt"),
             removing,
             call("append_file", path="todo.txt", text="- water the plants"),
@@ -153,7 +155,7 @@ def test_the_issues_add_requests_have_the_call_that_would_remove_an_item_refused
         [refused] = events(store, task_id, ProposalRejected)
         assert "which the request does not touch: change only what the request asks; to add lines, use append_file" \
             in refused.error
-        assert (workspace / "todo.txt").read_bytes() == TODO + b"- water the plants\n"
+        assert (todo_workspace / "todo.txt").read_bytes() == TODO + b"- water the plants\n"
         assert events(store, task_id, TaskPhaseChanged)[-1].phase == "completed"
 
 
@@ -194,17 +196,17 @@ def test_an_honest_answer_after_a_refused_claim_completes_the_task(store, data_d
     assert events(store, task_id, TaskPhaseChanged)[-1].phase == "completed"
 
 
-def test_an_answer_that_copies_a_tools_description_is_refused(store, data_dir, workspace) -> None:
+def test_an_answer_that_copies_a_tools_description_is_refused(store, data_dir, todo_workspace) -> None:
     from runtime.tools import WriteFile
 
-    task_id = todo_task(store, data_dir, workspace, [
+    task_id = todo_task(store, data_dir, todo_workspace, [
         answer(WriteFile.contract.description),
         call("write_file", path="CONTRIBUTORS.txt", content="Mila\nJoost\n"),
         answer("CONTRIBUTORS.txt now lists Mila and Joost."),
     ], goal="Create CONTRIBUTORS.txt listing Mila and Joost")
     [rejected] = events(store, task_id, ProposalRejected)
     assert "repeats what you were told" in rejected.error
-    assert (workspace / "CONTRIBUTORS.txt").read_text() == "Mila\nJoost\n"
+    assert (todo_workspace / "CONTRIBUTORS.txt").read_text() == "Mila\nJoost\n"
 
 
 # -- undo's checks ---------------------------------------------------------------------------------
@@ -221,44 +223,46 @@ def two_file_task(store, data_dir, workspace) -> str:
     ], goal="Add the line '- water the plants' to todo.txt and the line 'second' to notes.txt")
 
 
-def test_undo_refuses_a_file_someone_else_changed_since_and_touches_nothing(store, data_dir, workspace, agentd) -> None:
-    task_id = two_file_task(store, data_dir, workspace)
-    (workspace / "notes.txt").write_text("first\nsecond\nthe user's own line\n")
-    todo_after = (workspace / "todo.txt").read_bytes()
+def test_undo_refuses_a_file_someone_else_changed_since_and_touches_nothing(
+    store, data_dir, todo_workspace, agentd
+) -> None:
+    task_id = two_file_task(store, data_dir, todo_workspace)
+    (todo_workspace / "notes.txt").write_text("first\nsecond\nthe user's own line\n")
+    todo_after = (todo_workspace / "todo.txt").read_bytes()
     version = store.read_stream(task_id)[-1].stream_version
 
     refused = agentd("task", "undo", task_id)
     assert refused.returncode == 1
     assert refused.stderr.strip() == "agentd: notes.txt was changed after the task changed it; nothing was undone"
-    assert (workspace / "notes.txt").read_text() == "first\nsecond\nthe user's own line\n"
-    assert (workspace / "todo.txt").read_bytes() == todo_after
+    assert (todo_workspace / "notes.txt").read_text() == "first\nsecond\nthe user's own line\n"
+    assert (todo_workspace / "todo.txt").read_bytes() == todo_after
     assert store.read_stream(task_id)[-1].stream_version == version
 
     # The file nobody else touched can still be undone on its own.
     assert agentd("task", "undo", task_id, "--path", "todo.txt").returncode == 0
-    assert (workspace / "todo.txt").read_bytes() == TODO
+    assert (todo_workspace / "todo.txt").read_bytes() == TODO
 
 
-def test_a_dry_run_says_what_undo_would_do_and_changes_nothing(store, data_dir, workspace, agentd) -> None:
-    task_id = two_file_task(store, data_dir, workspace)
-    before = {p.name: p.read_bytes() for p in workspace.iterdir()}
+def test_a_dry_run_says_what_undo_would_do_and_changes_nothing(store, data_dir, todo_workspace, agentd) -> None:
+    task_id = two_file_task(store, data_dir, todo_workspace)
+    before = {p.name: p.read_bytes() for p in todo_workspace.iterdir()}
     shown = agentd("task", "undo", task_id, "--dry-run")
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout == "would put back todo.txt\nwould put back notes.txt\n"
-    assert {p.name: p.read_bytes() for p in workspace.iterdir()} == before
+    assert {p.name: p.read_bytes() for p in todo_workspace.iterdir()} == before
     assert events(store, task_id, RestoreStarted) == []
 
 
 def test_undo_deletes_what_the_task_created_restores_what_it_deleted_and_redo_makes_it_again(
-    store, data_dir, workspace, agentd
+    store, data_dir, todo_workspace, agentd
 ) -> None:
-    (workspace / "run.sh").write_text("#!/bin/sh\necho hi\n")
-    os.chmod(workspace / "run.sh", 0o755)
+    (todo_workspace / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    os.chmod(todo_workspace / "run.sh", 0o755)
     rt = scripted_runtime(store, data_dir, [
         call("shell", command="rm run.sh && printf 'Mila\\nJoost\\n' > CONTRIBUTORS.txt"),
         answer("I removed run.sh and created CONTRIBUTORS.txt."),
     ])
-    task_id = submit(store, workspace, "Run `rm run.sh && printf 'Mila\\nJoost\\n' > CONTRIBUTORS.txt`",
+    task_id = submit(store, todo_workspace, "Run `rm run.sh && printf 'Mila\\nJoost\\n' > CONTRIBUTORS.txt`",
                      allowed_effects=("read", "write", "external"))
     assert run(rt, task_id) == "awaiting_approval"
     [request] = events(store, task_id, ApprovalRequested)
@@ -268,20 +272,22 @@ def test_undo_deletes_what_the_task_created_restores_what_it_deleted_and_redo_ma
     assert changed == {"CONTRIBUTORS.txt": (True, False), "run.sh": (False, True)}
 
     assert agentd("task", "undo", task_id).stdout == "delete CONTRIBUTORS.txt\nrecreate run.sh\n"
-    assert not (workspace / "CONTRIBUTORS.txt").exists()
-    assert (workspace / "run.sh").read_text() == "#!/bin/sh\necho hi\n"
-    assert os.stat(workspace / "run.sh").st_mode & 0o777 == 0o755
+    assert not (todo_workspace / "CONTRIBUTORS.txt").exists()
+    assert (todo_workspace / "run.sh").read_text() == "#!/bin/sh\necho hi\n"
+    assert os.stat(todo_workspace / "run.sh").st_mode & 0o777 == 0o755
 
     again = agentd("task", "undo", task_id)
     assert again.returncode == 1 and "nothing to undo" in again.stderr
 
     assert agentd("task", "redo", task_id).returncode == 0
-    assert (workspace / "CONTRIBUTORS.txt").read_text() == "Mila\nJoost\n"
-    assert not (workspace / "run.sh").exists()
+    assert (todo_workspace / "CONTRIBUTORS.txt").read_text() == "Mila\nJoost\n"
+    assert not (todo_workspace / "run.sh").exists()
 
 
-def test_undo_of_a_running_task_or_an_unknown_one_is_refused_in_one_line(store, data_dir, workspace, agentd) -> None:
-    task_id = submit(store, workspace, "Add a line to todo.txt", allowed_effects=("read", "write"))
+def test_undo_of_a_running_task_or_an_unknown_one_is_refused_in_one_line(
+    store, data_dir, todo_workspace, agentd
+) -> None:
+    task_id = submit(store, todo_workspace, "Add a line to todo.txt", allowed_effects=("read", "write"))
     running = agentd("task", "undo", task_id)
     assert running.returncode == 1 and running.stderr.count("\n") == 1
     assert running.stderr == (
@@ -294,36 +300,36 @@ def test_undo_of_a_running_task_or_an_unknown_one_is_refused_in_one_line(store, 
 
 
 def test_an_undo_interrupted_after_its_first_file_is_finished_by_the_next_one(
-    store, data_dir, workspace, agentd
+    store, data_dir, todo_workspace, agentd
 ) -> None:
-    task_id = two_file_task(store, data_dir, workspace)
+    task_id = two_file_task(store, data_dir, todo_workspace)
     [todo, notes] = events(store, task_id, FileChanged)
     # What a crash leaves: the restore recorded, todo.txt put back and recorded, notes.txt not yet.
     store.append(task_id, [RestoreStarted(restore_id="r-1", kind="undo", by="cli", files=(
         Restore(path="todo.txt", from_sha256=todo.after_sha256, to_sha256=todo.before_sha256),
         Restore(path="notes.txt", from_sha256=notes.after_sha256, to_sha256=notes.before_sha256),
     ))], actor="cli")
-    (workspace / "todo.txt").write_bytes(TODO)
+    (todo_workspace / "todo.txt").write_bytes(TODO)
     store.append(task_id, [FileRestored(restore_id="r-1", kind="undo", path="todo.txt",
                                         from_sha256=todo.after_sha256, to_sha256=todo.before_sha256)], actor="cli")
 
     finished = agentd("task", "undo", task_id)
     assert finished.returncode == 0, finished.stderr
     assert finished.stdout == "finished an interrupted undo or redo first: notes.txt\n"
-    assert (workspace / "notes.txt").read_text() == "first\n"
-    assert (workspace / "todo.txt").read_bytes() == TODO
+    assert (todo_workspace / "notes.txt").read_text() == "first\n"
+    assert (todo_workspace / "todo.txt").read_bytes() == TODO
     assert [e.skipped for e in events(store, task_id, RestoreFinished)] == [()]
 
 
 def test_an_undo_killed_at_any_moment_leaves_every_file_whole_and_the_next_undo_finishes_it(
-    store, data_dir, workspace, agentd
+    store, data_dir, todo_workspace, agentd
 ) -> None:
     names = [f"f{i:03}.txt" for i in range(60)]
     for name in names:
-        (workspace / name).write_text(f"{name} before\n")
+        (todo_workspace / name).write_text(f"{name} before\n")
     command = " && ".join(f"echo after >> {n}" for n in names)
     rt = scripted_runtime(store, data_dir, [call("shell", command=command), answer("I appended to every file.")])
-    task_id = submit(store, workspace, f"Run `{command}`", allowed_effects=("read", "write", "external"))
+    task_id = submit(store, todo_workspace, f"Run `{command}`", allowed_effects=("read", "write", "external"))
     run(rt, task_id)
     [request] = events(store, task_id, ApprovalRequested)
     store.append(task_id, [ApprovalGranted(approval_id=request.approval_id, by="ann")], actor="ann")
@@ -338,11 +344,11 @@ def test_an_undo_killed_at_any_moment_leaves_every_file_whole_and_the_next_undo_
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     for name in names:
-        assert (workspace / name).read_text() in (f"{name} before\n", f"{name} before\nafter\n")
+        assert (todo_workspace / name).read_text() in (f"{name} before\n", f"{name} before\nafter\n")
     finishing = agentd("task", "undo", task_id)
     assert finishing.returncode in (0, 1), finishing.stderr
     for name in names:
-        assert (workspace / name).read_text() == f"{name} before\n"
+        assert (todo_workspace / name).read_text() == f"{name} before\n"
     assert len(events(store, task_id, RestoreFinished)) == 1
 
 
@@ -373,14 +379,14 @@ class _Stamp(Tool):
         return {"ok": True}
 
 
-def test_a_plugin_tool_that_writes_is_recorded_over_the_whole_workspace(store, data_dir, workspace) -> None:
+def test_a_plugin_tool_that_writes_is_recorded_over_the_whole_workspace(store, data_dir, todo_workspace) -> None:
     from runtime.agent.profiles import WORKSPACE
 
     profile = WORKSPACE.model_copy(update={"name": "stamping", "tools": ("stamp",)})
     rt = scripted_runtime(store, data_dir, [call("stamp", text="done"), answer("I stamped the workspace.")],
                           tools=[_Stamp()])
     rt.profiles["stamping"] = profile
-    task_id = submit(store, workspace, "Stamp it", allowed_effects=("read", "write"), profile="stamping")
+    task_id = submit(store, todo_workspace, "Stamp it", allowed_effects=("read", "write"), profile="stamping")
     assert run(rt, task_id) == "completed"
     assert {e.path: e.after_sha256 is None for e in events(store, task_id, FileChanged)} == {
         "STAMP": False, "todo.txt": True
@@ -388,7 +394,7 @@ def test_a_plugin_tool_that_writes_is_recorded_over_the_whole_workspace(store, d
 
 
 def test_a_workspace_too_large_to_record_waits_for_a_person_and_never_runs_unrecorded(
-    store, data_dir, workspace
+    store, data_dir, todo_workspace
 ) -> None:
     from runtime.agent.profiles import WORKSPACE
     from runtime.tools.snapshot import Limit
@@ -397,23 +403,25 @@ def test_a_workspace_too_large_to_record_waits_for_a_person_and_never_runs_unrec
     rt = scripted_runtime(store, data_dir, [call("stamp", text="done"), answer("Not stamped.")],
                           tools=[_Stamp()], record_limit=Limit(max_files=1))
     rt.profiles["stamping"] = profile
-    (workspace / "other.txt").write_text("x\n")
-    task_id = submit(store, workspace, "Stamp it", allowed_effects=("read", "write"), profile="stamping")
+    (todo_workspace / "other.txt").write_text("x\n")
+    task_id = submit(store, todo_workspace, "Stamp it", allowed_effects=("read", "write"), profile="stamping")
     assert run(rt, task_id) == "awaiting_approval"
     [request] = events(store, task_id, ApprovalRequested)
     assert request.unrecorded is not None and "too large to record" in request.unrecorded
-    assert not (workspace / "STAMP").exists()
+    assert not (todo_workspace / "STAMP").exists()
 
 
-def test_changes_a_crash_left_unrecorded_are_recorded_before_the_call_is_run_again(store, data_dir, workspace) -> None:
+def test_changes_a_crash_left_unrecorded_are_recorded_before_the_call_is_run_again(
+    store, data_dir, todo_workspace
+) -> None:
     from runtime.artifacts import ArtifactStore
     from runtime.tools import ToolContext
     from runtime.tools.snapshot import take
     from store.events import TaskPhase, ToolCallProposed, ToolCallStarted
 
     rt = scripted_runtime(store, data_dir, [answer("I added the line.")])
-    task_id = submit(store, workspace, "Add a line to todo.txt", allowed_effects=("read", "write"))
-    ctx = ToolContext(task_id=task_id, tenant="default", actor="ann", workspace=workspace,
+    task_id = submit(store, todo_workspace, "Add a line to todo.txt", allowed_effects=("read", "write"))
+    ctx = ToolContext(task_id=task_id, tenant="default", actor="ann", workspace=todo_workspace,
                       artifacts=ArtifactStore(data_dir / "artifacts"))
     before = take(ctx, ("todo.txt",))
     store.append(task_id, [
@@ -422,7 +430,7 @@ def test_changes_a_crash_left_unrecorded_are_recorded_before_the_call_is_run_aga
         ToolCallStarted(call_id="c1", tool="append_file", idempotent=False, effects=("write",),
                         recorded=ctx.artifacts.put(before.encode())),
     ], actor="agentd")
-    (workspace / "todo.txt").write_bytes(TODO + b"- x\n")  # the call wrote, then agentd died
+    (todo_workspace / "todo.txt").write_bytes(TODO + b"- x\n")  # the call wrote, then agentd died
 
     assert run(rt, task_id) == "awaiting_approval"
     [changed] = events(store, task_id, FileChanged)
@@ -431,8 +439,8 @@ def test_changes_a_crash_left_unrecorded_are_recorded_before_the_call_is_run_aga
     assert len(events(store, task_id, FileChanged)) == 1  # recorded once, however often the task is looked at
 
 
-def test_replay_rebuilds_the_artifact_index_with_changes_and_undos(store, data_dir, workspace, agentd) -> None:
-    task_id = two_file_task(store, data_dir, workspace)
+def test_replay_rebuilds_the_artifact_index_with_changes_and_undos(store, data_dir, todo_workspace, agentd) -> None:
+    task_id = two_file_task(store, data_dir, todo_workspace)
     assert agentd("task", "undo", task_id, "--path", "notes.txt").returncode == 0
     rows = [(a.path, a.operation, a.before_sha256 is not None) for a in store.task(task_id).artifacts
             if a.operation != "read"]
@@ -441,7 +449,7 @@ def test_replay_rebuilds_the_artifact_index_with_changes_and_undos(store, data_d
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
 
 
-def test_a_skill_scripts_changes_are_recorded_and_undone(store, data_dir, workspace, tmp_path, agentd) -> None:
+def test_a_skill_scripts_changes_are_recorded_and_undone(store, data_dir, todo_workspace, tmp_path, agentd) -> None:
     skill = tmp_path / "skills" / "tidy-list"
     (skill / "scripts").mkdir(parents=True)
     (skill / "SKILL.md").write_text(
@@ -461,13 +469,13 @@ def test_a_skill_scripts_changes_are_recorded_and_undone(store, data_dir, worksp
     from runtime.skills.tools import register_skill_tools
 
     register_skill_tools(rt.tools)
-    (workspace / "todo.txt").write_bytes(b"- water the plants\n" + TODO)
-    task_id = submit(store, workspace, "/tidy-list tidy the list", allowed_effects=("read", "write", "external"))
+    (todo_workspace / "todo.txt").write_bytes(b"- water the plants\n" + TODO)
+    task_id = submit(store, todo_workspace, "/tidy-list tidy the list", allowed_effects=("read", "write", "external"))
     assert run(rt, task_id) == "completed", events(store, task_id, TaskPhaseChanged)
     assert {e.path for e in events(store, task_id, FileChanged)} == {"todo.txt", "sorted.log"}
     assert agentd("task", "undo", task_id).returncode == 0
-    assert (workspace / "todo.txt").read_bytes() == b"- water the plants\n" + TODO
-    assert not (workspace / "sorted.log").exists()
+    assert (todo_workspace / "todo.txt").read_bytes() == b"- water the plants\n" + TODO
+    assert not (todo_workspace / "sorted.log").exists()
 
 
 def test_the_recording_bound_comes_from_the_settings(store, data_dir, monkeypatch) -> None:
@@ -487,9 +495,9 @@ def test_the_recording_bound_comes_from_the_settings(store, data_dir, monkeypatc
 
 
 def test_an_export_imported_elsewhere_keeps_the_changes_and_the_undo(
-    store, data_dir, workspace, agentd, tmp_path
+    store, data_dir, todo_workspace, agentd, tmp_path
 ) -> None:
-    task_id = two_file_task(store, data_dir, workspace)
+    task_id = two_file_task(store, data_dir, todo_workspace)
     assert agentd("task", "undo", task_id, "--path", "notes.txt").returncode == 0
     exported = tmp_path / "log.jsonl"
     assert agentd("events", "export", "-o", str(exported)).returncode == 0

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from pathlib import Path
 
 import httpx
 import pytest
@@ -13,7 +12,7 @@ import pytest
 from runtime.agent.plugins import load
 from runtime.web.app import create_app
 from store import EventStore
-from tests.test_web import TestClient, decide, hostile_approval, login, serve, status_of
+from tests.helpers.page import TestClient, decide, login, serve, status_of
 
 REBOUND = "evil.example"
 MODEL_URL = "http://10.0.0.7:8080/v1/completions"
@@ -32,11 +31,6 @@ def status() -> dict:
 @pytest.fixture
 def app(store: EventStore, token: str):
     return create_app(store, MODEL_URL, status, token=token, tools=load([]).tools, host="agentd.lan")
-
-
-@pytest.fixture
-def waiting(store: EventStore, workspace: Path) -> tuple[str, str]:
-    return hostile_approval(store, workspace)
 
 
 def on(host: str) -> dict[str, str]:
@@ -127,7 +121,6 @@ def test_a_served_page_refuses_a_rebound_host_and_still_answers_the_start_health
         assert rebound.status_code == 421
         stolen = httpx.get(f"http://127.0.0.1:{port}/?token={token}", headers=on(f"{REBOUND}:{port}"), timeout=5)
         assert stolen.status_code == 421 and "set-cookie" not in stolen.headers
-
 
 
 def test_the_pages_own_form_posting_origin_null_under_its_no_referrer_policy_is_recorded(

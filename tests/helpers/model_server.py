@@ -6,7 +6,7 @@ use it (through `model_url`) to control what the model says and how long it take
 runs in a process of its own; a test that builds its runtime in-process scripts the replies with
 `runtime.inference.scripted.ScriptedModel` instead, and tests about the model path use the model itself.
 
-Run as a program: python -m tests.model_server PORT SCRIPT.json
+Run as a program: python -m tests.helpers.model_server PORT SCRIPT.json
 SCRIPT.json: {"delay_s": 0.3, "replies": [...]} where each reply is a JSON object or a string; the
 token "{n}" in a string reply is replaced by a counter that increases with every reply.
 """
