@@ -199,7 +199,7 @@ import anyio
 from runtime.agent.loop import run_task
 from store import EventStore
 from tests.helpers import SUMMARY
-from tests.test_compaction import Summarizing, compaction, long_task
+from tests.runtime.agent.test_compaction import Summarizing, compaction, long_task
 
 url, tmp, marker = sys.argv[1:]
 
@@ -243,7 +243,7 @@ def test_kill_9_during_the_summarizer_call_resumes_with_the_compaction_taken_onc
 
 
 def test_forty_user_turns_under_compact(store, tmp_path) -> None:
-    """The conversation of tests/test_conversation.py, which outgrows a 6,000-token window under
+    """The conversation of tests/runtime/agent/test_conversation.py, which outgrows a 6,000-token window under
     `full`, under `compact`: it summarizes and goes on, and every message of the user's stays verbatim."""
     ws = tmp_path / "ws"
     ws.mkdir()

@@ -95,7 +95,7 @@ class Generate(Tool[NoArgs, Done]):
 def test_after_a_call_with_external_effects_paths_are_free_again(store, project_workspace, tmp_path) -> None:
     plugin = tmp_path / "plugin.py"
     plugin.write_text(
-        "from tests.test_workspace_framing import Generate\n"
+        "from tests.runtime.agent.test_workspace_framing import Generate\n"
         "from runtime.agent.profiles import WORKSPACE\n"
         "def register(tools, profiles):\n"
         "    tools.register(Generate())\n"
@@ -266,7 +266,7 @@ def test_a_tool_that_changes_a_folder_is_offered_the_folders_there_are(store, pr
     (project_workspace / "build" / "out.o").write_text("x")
     plugin = tmp_path / "plugin.py"
     plugin.write_text(
-        "from tests.test_workspace_framing import Clean\n"
+        "from tests.runtime.agent.test_workspace_framing import Clean\n"
         "from runtime.agent.profiles import WORKSPACE\n"
         "def register(tools, profiles):\n"
         "    tools.register(Clean())\n"

@@ -197,7 +197,7 @@ from pathlib import Path
 from runtime.artifacts import ArtifactStore
 from runtime.harness.jobs import JobRunner
 from store import EventStore
-from tests.test_jobs import running_task, start_job
+from tests.runtime.harness.test_jobs import running_task, start_job
 
 url, tmp = sys.argv[1], Path(sys.argv[2])
 store = EventStore(url)

@@ -1,6 +1,7 @@
 """Export and import as JSON Lines: export, import into an empty store, export again gives the same bytes.
 
-What a file cut short, changed or breaking the fold's rules does is in tests/test_log_evidence.py."""
+What a file cut short, changed or breaking the fold's rules does is in
+tests/store/test_log_evidence.py."""
 
 from __future__ import annotations
 
