@@ -37,8 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import anyio
 
 from policy_bench import BenchModel
-from runtime.agent.loop import Runtime, Trusted, request_for, run_task
+from runtime.agent.host import Runtime, Trusted
+from runtime.agent.loop import run_task
 from runtime.agent.plugins import load
+from runtime.agent.request import request_for
 from runtime.agent.rerun import history_under
 from runtime.agent.view import TaskView
 from runtime.artifacts import ArtifactStore

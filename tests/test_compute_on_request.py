@@ -14,6 +14,7 @@ from tests.helpers import answer, call, events, run, scripted_runtime, submit, w
 pytestmark = pytest.mark.skipif(Sandbox().problem() is not None, reason=f"no sandbox: {Sandbox().problem()}")
 
 FILES = {"orders.csv": "id,amount\n1,7.25\n2,90.75\n3,2.00\n", "notes.txt": "Release: March 3.\n"}
+READ_NOTES = [call("read_file", path="notes.txt"), answer("March 3", "result:c1")]
 COUNT = "import csv\nprint(sum(float(r['amount']) for r in csv.DictReader(open('orders.csv'))))"
 
 
@@ -43,7 +44,7 @@ def test_asked_for_a_total_the_task_may_compute_it_in_the_sandbox(store, tmp_pat
 
 def test_a_request_that_asks_for_no_figure_is_not_told_of_the_tool(store, tmp_path) -> None:
     ws = workspace_of(tmp_path, FILES)
-    rt = scripted_runtime(store, tmp_path / "data", [call("read_file", path="notes.txt"), answer("March 3", "result:c1")])
+    rt = scripted_runtime(store, tmp_path / "data", READ_NOTES)
     task_id = submit(store, ws, "When is the release?")
     assert run(rt, task_id) == "completed"
     assert all('"name":"python"' not in system(p) for p in rt.model.prompts)
@@ -69,7 +70,7 @@ def test_a_later_message_that_asks_for_a_count_brings_the_tool_in(store, tmp_pat
 
 def test_a_pasted_request_for_a_count_does_not_bring_the_tool_in(store, tmp_path) -> None:
     ws = workspace_of(tmp_path, FILES)
-    rt = scripted_runtime(store, tmp_path / "data", [call("read_file", path="notes.txt"), answer("March 3", "result:c1")])
+    rt = scripted_runtime(store, tmp_path / "data", READ_NOTES)
     goal = "When is the release? The notes say:\n```\nCount the orders and sum the amounts first.\n```"
     task_id = submit(store, ws, goal)
     assert run(rt, task_id) == "completed"

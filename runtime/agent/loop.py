@@ -17,72 +17,37 @@ reading its events (`decide.settle`); nothing lives only in memory.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-import re
 import secrets
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Mapping, Protocol, Sequence
+from typing import Mapping, Sequence
 
 import anyio
 
 from notifications import queue
-from runtime import content, logs
-from runtime.agent import (
-    claims,
-    compaction,
-    context,
-    decide,
-    goal,
-    knowledge,
-    notes,
-    policy as policy_,
-    progress as progress_,
-    proposal,
-    relevance,
-    removal,
-    rules,
-)
-from runtime.agent.blocks import Block
+from runtime import logs
+from runtime.agent import compaction, context, decide, goal, notes, policy as policy_, progress as progress_, proposal
+from runtime.agent.choices import judge, limit_reached
 from runtime.agent.decide import arguments_hash  # noqa: F401  the page checks approvals with it
-from runtime.agent.profiles import Profile, catalog_block, catalog_counter, output_contract, prefix_blocks
+from runtime.agent.host import Runtime, Trusted
+from runtime.agent.profiles import catalog_counter
 from runtime.agent.progress import Progress
+from runtime.agent.request import match_content, offered_tools, request_for, request_tokens, retrieve_evidence
 from runtime.agent.view import TaskView
-from runtime.artifacts import ArtifactStore, ref_for
 from runtime.errors import ContextOverflow, InferenceError
-from runtime.inference.model import Model
 from runtime.skills import activation
-from runtime.tools import (
-    ToolContext,
-    ToolContract,
-    ToolOutcome,
-    ToolRefused,
-    ToolRegistry,
-    edits,
-    execute,
-    preview,
-    recording,
-    snapshot,
-)
-from runtime.tools.finder import best_lines
-from runtime.tools.schema import inline_schema
+from runtime.tools import ToolContext, ToolContract, ToolOutcome, ToolRefused, execute, preview, recording, snapshot
 from runtime.tools.workspace import survey
-from store import EventStore
 from store.errors import AgentdError, ConcurrencyConflict
 from store.events import (
     AnswerGiven,
     ApprovalRequested,
     CompactionFailed,
-    ContentMatched,
     ContextCompacted,
-    ContextTrimmed,
-    EvidenceItem,
     EvidenceRetrieved,
     FileChanged,
-    LeftOut,
-    MatchedLine,
     ModelCalled,
     NoteTaken,
     NotificationsAdmitted,
@@ -93,7 +58,6 @@ from store.events import (
     TaskEscalated,
     TaskPhase,
     TaskPhaseChanged,
-    TaskSubmitted,
     ToolCallExecuted,
     ToolCallProposed,
     ToolCallStarted,
@@ -102,75 +66,10 @@ from store.events import (
 
 log = logs.get_logger("agentd.agent")
 
-EVIDENCE_BUDGET = 1200
-EVIDENCE_PER_DECISION = 3
-# A section must earn its tokens: with a query of a goal and a tool result, one shared word (a plan's
-# name, "account") scores a tenth or so, which used to let unrelated documents into the window.
-EVIDENCE_MIN_UTILITY = 0.2
-# And it must be close to the best match: measured on the default model, shown the expired-key and
-# rate-limit sections beside the revoked-key one, it explained a revoked key as an expired plan or a 429.
-EVIDENCE_MIN_SHARE = 0.5
+
 # The repeat penalty of a retry after a runaway reply (llama.cpp's, over the last 64 tokens).
 RUNAWAY_PENALTY = 1.3
-APPROVAL_TTL = timedelta(hours=24)
 MAX_CONFLICTS = 3
-
-
-class JobHost(Protocol):
-    """What runs the background jobs a task starts (the harness's JobRunner): the loop only carries it
-    for the process that owns it, which recovers jobs a crash left and closes it at the end."""
-
-    def recover(self) -> list[str]: ...
-
-    def close(self) -> None: ...
-
-
-@dataclass
-class Runtime:
-    """What running a task needs; one per process."""
-
-    store: EventStore
-    model: Model
-    tools: ToolRegistry
-    profiles: dict[str, Profile]
-    artifacts: ArtifactStore
-    protected: tuple[Path, ...] = ()
-    jobs: JobHost | None = None  # runs what start_job starts, when this process offers it
-    skill_roots: tuple[Path, ...] = ()
-    skills_budget_tokens: int = 1024
-    approval_ttl: timedelta = APPROVAL_TTL
-    progress: progress_.Reporter = progress_.ignore  # what a running decision is doing, for people to watch
-    # How much of a workspace is recorded before a call that may change it; more waits for a person.
-    record_limit: snapshot.Limit = snapshot.Limit()
-    _sections: dict[Path, list[knowledge.Section]] = field(default_factory=dict)
-    # The last whole-workspace snapshot per workspace: the next one reads only the files that changed.
-    _snapshots: dict[Path, snapshot.Snapshot] = field(default_factory=dict)
-
-    def last_snapshot(self, ctx: ToolContext) -> snapshot.Snapshot | None:
-        return self._snapshots.get(ctx.workspace)
-
-    def remember(self, ctx: ToolContext, taken: snapshot.Snapshot) -> None:
-        if taken.paths is None:
-            self._snapshots[ctx.workspace] = taken
-
-    def sections(self, profile: Profile) -> list[knowledge.Section]:
-        if profile.knowledge is None:
-            return []
-        if profile.knowledge not in self._sections:
-            self._sections[profile.knowledge] = knowledge.load_folder(profile.knowledge)
-        return self._sections[profile.knowledge]
-
-
-@dataclass(frozen=True)
-class Trusted:
-    """Step 1: who is asking and about what, read from the store; never from the model."""
-
-    task_id: str
-    actor: str
-    tenant: str
-    now: datetime
-    submitted: TaskSubmitted
-    profile: Profile
 
 
 class Stop(Exception):
@@ -484,7 +383,7 @@ class _Runner:
         if t.compaction_failed_at is not None and call_index - t.compaction_failed_at < compaction.RETRY_AFTER:
             return
         budget = context.budget_of(self.rt.model.n_ctx, trusted.profile.max_output_tokens)
-        before = _tokens(self.rt, trusted, view, call_index, kind, budget)
+        before = request_tokens(self.rt, trusted, view, call_index, kind, budget)
         if before <= compaction.TRIGGER * budget:
             return
         plan = compaction.plan(t.entries, t.seqs, t.compacted)
@@ -530,7 +429,8 @@ class _Runner:
             )
             last = view.records[-1]
             provisional = last._replace(seq=last.seq + 1, stream_version=last.stream_version + 1, event=event)
-            after = _tokens(self.rt, trusted, TaskView.of([*view.records, provisional]), call_index, kind, budget)
+            provisional_view = TaskView.of([*view.records, provisional])
+            after = request_tokens(self.rt, trusted, provisional_view, call_index, kind, budget)
             await self._append(event.model_copy(update={"tokens_after": after}))
             log.info("history compacted", task_id=self.task_id, call_index=call_index, through=plan.through_call,
                      tokens_before=before, tokens_after=after)
@@ -677,568 +577,6 @@ class _Runner:
     async def _fail(self, reason: str) -> None:
         log.warning("task failed", task_id=self.task_id, reason=reason)
         await self._append(TaskPhaseChanged(phase=TaskPhase.FAILED, reason=reason))
-
-
-def retrieve_evidence(
-    rt: Runtime, trusted: Trusted, transcript: context.Transcript
-) -> tuple[tuple[EvidenceItem, ...], tuple[LeftOut, ...]]:
-    """Steps 3 and 4: evidence the tenant may see, not yet shown, ranked by utility, packed in budget,
-    in the order it is shown: the best match last."""
-    sections = rt.sections(trusted.profile)
-    if not sections:
-        return (), ()
-    last_read = transcript.last_read
-    observation = transcript.results[last_read.label].observation if last_read else {}
-    packed = knowledge.retrieve(
-        sections,
-        tenant=trusted.tenant,
-        query=" ".join([trusted.submitted.goal, *_result_words(observation)]),
-        exclude=set(transcript.evidence_ids),
-        budget=EVIDENCE_BUDGET,
-        limit=EVIDENCE_PER_DECISION,
-        count=rt.model.count,
-        min_utility=EVIDENCE_MIN_UTILITY,
-        min_share=EVIDENCE_MIN_SHARE,
-    )
-    # Shown best last, next to the decision: measured on the default model with an injected on-call note
-    # after the runbook section, it answered right and cited the note.
-    items = tuple(
-        EvidenceItem(
-            cite=c.section.cite,
-            source=c.section.doc_id,
-            version=c.section.version,
-            sha256=hashlib.sha256(c.section.text.encode()).hexdigest(),
-            text=c.section.text,
-            utility=c.utility,
-            tokens=c.tokens,
-        )
-        for c in reversed(packed.selected)
-    )
-    left_out = tuple(
-        LeftOut(source=c.section.cite, kind="evidence", tokens=c.tokens, reason=reason) for c, reason in packed.left_out
-    )
-    return items, left_out
-
-
-_NOT_WORDS = frozenset({"tool", "status", "sha256", "artifact_ref"})
-_DATE = re.compile(r"^\d{4}-\d\d-\d\d")
-
-
-def _result_words(observation: dict) -> list[str]:
-    """What a tool result says, for the next retrieval query: its text values, not its field names
-    (every result has "status", "tool", ids and dates, which would match any document). Read from the
-    recorded observation: the block the model reads is `key: value` lines, field names and all, and as
-    a query those names outweighed the one word that mattered (measured: "revoked" among a dozen)."""
-    words: list[str] = []
-
-    def walk(value) -> None:
-        if isinstance(value, dict):
-            for k, v in value.items():
-                if k not in _NOT_WORDS:
-                    walk(v)
-        elif isinstance(value, list):
-            for v in value:
-                walk(v)
-        elif isinstance(value, str) and not _DATE.match(value):
-            words.append(value)
-
-    walk(observation)
-    return words
-
-
-MATCHED_LINES = 5
-
-
-def match_content(ctx: ToolContext, request: str, entries: Sequence[str]) -> ContentMatched | None:
-    """Where a request names none of the workspace's files, the lines that best match its words: a
-    small model otherwise picks the file whose name looks likely and answers from it (measured on the
-    default model: 0 of 10 "which file says ..." cases of an unseen generated suite). A request that
-    writes out a file's name, of the workspace or a new one, says where to look or write, and lines of
-    look-alike files would only lead it away."""
-    wanted = content.words(request)
-    if not wanted or relevance.names_a_file(request, [e for e in entries if not e.endswith("/")]):
-        return None
-    found, indexed, _ = best_lines(ctx, " ".join(wanted), MATCHED_LINES)
-    if not found:
-        return None
-    lines = tuple(MatchedLine(path=f.path, line=f.line, text=f.text, score=f.score) for f in found)
-    return ContentMatched(words=tuple(wanted), matches=lines, files=indexed)
-
-
-def offered_tools(rt: Runtime, trusted: Trusted, has_skills: bool = False, view: TaskView | None = None) -> list[str]:
-    """The profile's tools whose effects the task was allowed; the rest are not even described.
-
-    A task with skills in its catalog is offered the skill tools too, on the same terms: a skill's
-    scripts run only for a task allowed external effects. A sub-task is offered only the tools its
-    parent gave it. A tool the profile offers on request is described once a message of the user's
-    asks for what it does (`view`: the task's messages so far; without it, the goal alone): until
-    then its definition would only draw a small model to it, and every other task's request stays as
-    it was.
-    """
-    allowed = set(trusted.submitted.allowed_effects)
-    names = [*trusted.profile.tools, *(activation.SKILL_TOOLS if has_skills else ())]
-    only = trusted.submitted.tools
-    on_request = trusted.profile.on_request
-    said = [b[0].text for _, _, b in view.transcript.messages] if view else [
-        goal.blocks(trusted.submitted.goal)[0].text
-    ]
-    return [
-        name
-        for name in dict.fromkeys(names)
-        if name in rt.tools and {e.value for e in rt.tools.get(name).contract.effects} <= allowed
-        and (only is None or name in only)
-        and (name not in on_request or any(_asked_for(name, on_request[name], goal.own_words(m), view) for m in said))
-    ]
-
-
-def build_request(
-    rt: Runtime,
-    trusted: Trusted,
-    records: Sequence[Recorded],
-    call_index: int,
-    attempt: int,
-    kind: str,
-    *,
-    store_prompt: bool,
-) -> tuple[context.Request, dict, Choices]:
-    """`request_for` the task as `records` leave it."""
-    return request_for(rt, trusted, TaskView.of(records), call_index, attempt, kind, store_prompt=store_prompt)
-
-
-def request_for(
-    rt: Runtime,
-    trusted: Trusted,
-    view: TaskView,
-    call_index: int,
-    attempt: int,
-    kind: str,
-    *,
-    store_prompt: bool,
-    cut: policy_.Cut | None = None,
-) -> tuple[context.Request, dict, Choices]:
-    """Step 5: the request for one attempt of one decision, from the events before it.
-
-    A pure function of the log, the profile and the tools (the step's evidence and notifications are
-    in the log already), so replay builds exactly the request the runner built. `store_prompt` keeps the prompt text in
-    the artifact store; replay only needs its reference.
-    """
-    profile = trusted.profile
-    pinned = view.pinned
-    offered = offered_tools(rt, trusted, has_skills=bool(pinned and pinned.entries), view=view)
-    transcript, summary = view.transcript, view.summary
-    # The tools offered to the task stay in the prefix for all its requests, so that llama.cpp can
-    # reuse it; what may be chosen at this step is narrowed in the grammar alone.
-    prefix = prefix_blocks(profile, rt.tools.definitions(offered), skills=catalog_block(pinned))
-    # A retry says why the last reply was refused; the history before the tail is the same either way.
-    tail = context.tail_blocks(transcript, summary, call_index, attempt, view.last_rejection if attempt > 1 else "")
-    window, max_output = rt.model.n_ctx, profile.max_output_tokens
-    budget = context.budget_of(window, max_output)
-    last = transcript.trimmed
-    if last is not None and transcript.compaction is not None and last.call_index < transcript.compaction.call_index:
-        # A cut counts the steps of the history it was made on; a compaction since made another history.
-        last = None
-    # The policy measures the request it settles on and assembly measures it again: the same text,
-    # tokenized once.
-    counted: dict[str, int] = {}
-
-    def count(text: str) -> int:
-        if text not in counted:
-            counted[text] = rt.model.count(text)
-        return counted[text]
-
-    chosen = policy_.parse(trusted.submitted.policy)
-    # The notes no policy leaves out: after the stable prefix, or with `pinned_tail` just before the
-    # decision asked for, where a new note breaks no cached prefix.
-    head: tuple[Block, ...] = ()
-    if chosen.notes and transcript.notes:
-        if chosen.pinned_tail:
-            tail = [*tail[:-1], notes.block(transcript.notes, "pinned"), tail[-1]]
-        else:
-            head = (notes.block(transcript.notes, "notes"),)
-    shown = policy_.apply(
-        chosen,
-        transcript.entries,
-        transcript.results,
-        measure=lambda history: count(rt.model.render(context.layout(prefix, (*head, *history), tail))),
-        budget=budget,
-        count=count,
-        # The cut recorded last, unless a re-assembly under another policy carries its own.
-        cut=cut if cut is not None else policy_.Cut(last.elided, last.dropped) if last else policy_.Cut(),
-        summary=(frozenset(transcript.compacted), transcript.summary) if transcript.summary is not None else None,
-    )
-    usable = choices_for(
-        offered, view, attempt, kind,
-        escalation=profile.escalation and (not profile.escalate_only_when_blocked or bool(view.calls.blocked)),
-        contracts={name: rt.tools.get(name).contract for name in offered}, shown=shown,
-        answer_after=profile.answer_after, call_first=profile.call_first, on_request=profile.on_request,
-    )
-    usable = dataclasses.replace(
-        usable, attempt=attempt, said=instruction_texts(profile, [rt.tools.get(n).contract for n in offered], tail),
-        changes_allowed=bool({"write", "external"} & set(trusted.submitted.allowed_effects)),
-        contracts={name: rt.tools.get(name).contract for name in usable.tools},
-    )
-    schema = proposal.schema(
-        {name: _arguments(rt.tools.get(name).contract, usable.narrowed(name)) for name in usable.tools},
-        skills=list(usable.skills),
-        allow_answer=usable.answer,
-        citable=usable.sources,
-        allow_escalate=usable.escalation,
-        results=bool(transcript.results),
-    )
-    request = context.assemble(
-        prefix=prefix,
-        history=(*head, *shown.entries),
-        step=transcript.calls + 1,
-        tail=tail,
-        render=rt.model.render,
-        count=count,
-        window=window,
-        max_output=max_output,
-        decision=kind,
-        schema=schema,
-        prompt_ref=(lambda text: rt.artifacts.put(text.encode())) if store_prompt else (
-            lambda text: ref_for(text.encode())
-        ),
-        left_out=(*activation.catalog_left_out(pinned), *shown.left_out),
-    )
-    if shown.new_cut_from is not None:
-        request = dataclasses.replace(request, trimmed=ContextTrimmed(
-            call_index=call_index, elided=shown.cut.elided, dropped=shown.cut.dropped,
-            tokens_before=shown.new_cut_from, tokens_after=request.manifest.total_tokens, budget=budget,
-        ))
-    return request, schema, usable
-
-
-def _tokens(rt: Runtime, trusted: Trusted, view: TaskView, call_index: int, kind: str, budget: int) -> int:
-    """The tokens of the decision's first request as the history stands, before any new cut `auto`
-    would make of it; over the budget when it cannot be built at all."""
-    try:
-        request, _, _ = request_for(rt, trusted, view, call_index, 1, kind, store_prompt=False)
-    except ContextOverflow:
-        return budget + 1
-    return request.trimmed.tokens_before if request.trimmed is not None else request.manifest.total_tokens
-
-
-def _only_reads(contract: ToolContract) -> bool:
-    return {e.value for e in contract.effects} <= {"read"}
-
-
-def _path_kind(contract: ToolContract) -> str | None:
-    """What a tool's `path` names: "read file" or "read folder" for a tool that only reads one that
-    exists (reading again what the task holds unchanged is not offered), "file" for one that changes
-    a file that exists, "new file" for one that writes a file that may not exist yet."""
-    if contract.path_kind is not None:
-        return f"read {contract.path_kind}" if _only_reads(contract) else contract.path_kind
-    if not _only_reads(contract) and "path" in contract.input_model.model_fields:
-        return "new file"
-    return None
-
-
-def _arguments(contract, values: Mapping[str, tuple[str, ...]]) -> dict:
-    """A tool's argument schema for this step, each argument in `values` narrowed to those values: where
-    the task knows every path there is, a path is one it may still usefully name, so no guessed path
-    can be written; a command is one the request gave to run."""
-    schema = inline_schema(contract.input_model)
-    properties = dict(schema["properties"])
-    for name, allowed in values.items():
-        narrowed = {"type": "string", "enum": list(allowed)}
-        if "description" in properties[name]:
-            narrowed["description"] = properties[name]["description"]
-        properties[name] = narrowed
-    return {**schema, "properties": properties}
-
-
-@dataclass(frozen=True)
-class Choices:
-    """What one attempt of one decision may propose: the grammar is built from it and the judge checks it."""
-
-    tools: tuple[str, ...]
-    skills: tuple[str, ...]
-    sources: tuple[str, ...]
-    escalation: bool = True
-    # Per tool whose path is narrowed: the paths it may name at this step.
-    paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # Whether an answer may be given yet (the profile's `answer_after` tools have a result); why not, if not.
-    answer: bool = True
-    unanswerable: str = ""
-    # Per tool that writes a path of its own choosing: the files there are whose content the task
-    # has not seen, which it may not write over.
-    unseen: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # Per tool that runs a command: the commands it may run at this step, where they are narrowed.
-    commands: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # Per tool, any other argument narrowed at this step, with the values it may take.
-    values: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
-    # The decision's last try: a refusal now fails the task, so only what code must refuse is refused.
-    last: bool = False
-    # Which try of the decision this is, and the instruction texts of its request (agentd's and the
-    # tools' own words, which an answer may not copy).
-    attempt: int = 1
-    said: tuple[str, ...] = ()
-    # Whether the task may change anything: only then is an answer's claim of a change checked.
-    changes_allowed: bool = False
-    # The contracts of the tools that may be called, for rules that read what a call would do.
-    contracts: Mapping[str, ToolContract] = field(default_factory=dict)
-
-    def narrowed(self, tool: str) -> dict[str, tuple[str, ...]]:
-        """The arguments of `tool` whose values are narrowed at this step, with those values."""
-        out = {"path": self.paths[tool]} if tool in self.paths else {}
-        out = {**out, "command": self.commands[tool]} if tool in self.commands else out
-        return {**out, **self.values.get(tool, {})}
-
-
-def choices_for(
-    offered: Sequence[str],
-    view: TaskView,
-    attempt: int,
-    kind: str,
-    *,
-    escalation: bool = True,
-    contracts: Mapping[str, ToolContract] | None = None,
-    shown: policy_.Shown | None = None,
-    answer_after: Sequence[str] = (),
-    call_first: Sequence[str] = (),
-    on_request: Mapping[str, Sequence[str]] | None = None,
-) -> Choices:
-    """Only what can be used now: skill files once a skill is active, artifacts once there are some,
-    skills not yet taken in, paths the task may still usefully name; after a refusal, not the refused
-    tool or skill; on the last step or the last try, only an answer (or an escalation, where the
-    profile has one)."""
-    contracts = contracts or {}
-    # What the context policy left out of this request cannot be cited from it (an elided result keeps
-    # its label and stays citable: the model read it, and the pointer says where it is).
-    hidden = shown.dropped if shown else frozenset()
-    sources = tuple(dict.fromkeys(c for c in view.transcript.citable if c not in hidden))
-    if kind == "final_step" or attempt >= context.LAST_ATTEMPT:
-        return Choices((), (), sources, escalation, last=attempt >= context.LAST_ATTEMPT)
-    active = view.active
-    request = goal.own_words(view.transcript.request)
-    tools = [
-        name
-        for name in offered
-        if not (name in activation.SKILL_TOOLS and not active)
-        and not (name == "read_artifact" and not view.artifact_refs)
-        and (name not in (on_request or {}) or _asked_for(name, on_request[name], request, view))
-        and not (name in contracts and rules.question_changes_nothing(contracts[name], request))
-    ]
-    pinned = view.pinned
-    skills = [e.name for e in pinned.entries if e.name not in active] if pinned else []
-    if attempt > 1:
-        refused = view.refused_proposal()
-        if refused.get("action") == "call_tool":
-            tool = refused.get("tool", "")
-            repeated = proposal.call_key(tool, refused.get("arguments") or {}) in view.calls.done
-            if repeated and tool in contracts:
-                # A call made before, asked for again, is a model stuck in one mode. After a read, the
-                # retry offers the changes and the answer (seen on the default model: the same read_file
-                # after the file's content was in the request, step after step). After a change, only
-                # the answer: offered the reads, the default model searched incidents after a rotation
-                # had run and asked for the rotation again at the next step.
-                reads = _only_reads(contracts[tool])
-                tools = [t for t in tools if t in contracts and not _only_reads(contracts[t])] if reads else []
-                if not reads:
-                    # Offered the skills, the default model took in one unrelated skill after another
-                    # instead (csv-summary and git-changes after a key rotation), then answered wrongly.
-                    skills = []
-            else:
-                tools = [t for t in tools if t != tool]
-        elif refused.get("action") == "activate_skill":
-            skills = []
-    paths: dict[str, tuple[str, ...]] = {}
-    unseen: dict[str, tuple[str, ...]] = {}
-    known = view.transcript.paths
-    # A file whose content this request no longer shows may be read again.
-    unread = shown.unread if shown else frozenset()
-    if known.complete:
-        held = known.read - unread
-        changed = set(view.transcript.changed_paths)
-        # A file is changed only once its content is in front of the model: read, or written by the
-        # task. Measured on the default model: an edit_file before any read guessed the old text
-        # ("debug_mode = true" for "debug = true"), and with every file offered, "Create a file
-        # hello.txt" appended the request to docs/changelog.md.
-        seen = (held | changed) & known.files
-        pointed = relevance.focus(request, known.files)
-        # Where the request points at files of its own, nothing changes before one of them was read:
-        # the default model otherwise wrote next.txt, or appended to todo.txt, before it had read the
-        # todo list the request was about.
-        looked = pointed == known.files or bool(pointed & (known.read | changed))
-        # New files the request names are written before any other file is changed: offered both, the
-        # default model appended the rows it was to put in customers.txt to data/orders.csv.
-        new = relevance.new_paths(request, known.files)
-        for name in list(tools):
-            kind = _path_kind(contracts[name]) if name in contracts else None
-            if kind in ("file", "new file") and not looked:
-                tools.remove(name)
-                continue
-            if kind == "new file" and not new:
-                # A new file's name is free, unless the request names the new files it wants; writing
-                # over a file not seen is refused by the judge.
-                unseen[name] = tuple(sorted(known.files - seen))
-                continue
-            if kind is None:
-                continue
-            # Reading again what the task holds unchanged only repeats a result it has: a small model
-            # otherwise rereads the file it should be answering from or changing, step after step.
-            fresh = {
-                "read file": pointed - held,
-                "read folder": known.folders - known.listed,
-                "file": set() if new else seen,
-                "folder": known.folders,
-                # Measured on the default model with the path free, "Create a file hello.txt" wrote
-                # data/hello.txt.
-                "new file": new,
-            }[kind]
-            if fresh:
-                paths[name] = tuple(sorted(fresh))
-            else:
-                tools.remove(name)
-    # A command the request gives to run is what runs first, as written: measured on the default model,
-    # "Run `python3 src/app.py` and tell me what it prints" ran echo 'Hello, world!'.
-    given = relevance.commands(request)
-    commands: dict[str, tuple[str, ...]] = {}
-    if given and not set(given) & _commands_run(view):
-        commands = {t: given for t in tools if t in contracts and "command" in contracts[t].input_model.model_fields}
-    values: dict[str, dict[str, tuple[str, ...]]] = {}
-    left = names_left(view) if attempt > 1 and _NAMES_LEFT in view.last_rejection else None
-    if left is not None and "edit_file" in tools:
-        # An answer refused for the names an edit left: the retry changes those names in that file, or
-        # answers (the request may have wanted them kept).
-        tools = ["edit_file"]
-        paths = {"edit_file": (left.path,)}
-        values = {"edit_file": {"old": left.names}}
-    # The calls a profile makes first come before anything else: no other tool, no answer, no escalation
-    # (the task cannot yet know what it would escalate).
-    pending = [t for t in call_first if t in tools and t not in view.calls.ran]
-    if pending:
-        why = f"call {pending[0]} first: everything else rests on its result"
-        return Choices(tuple(pending), tuple(skills), sources, False, paths, answer=False, unanswerable=why,
-                       unseen=unseen, commands=commands, values=values)
-    # An answer waits for the results it must rest on, unless nothing is left that could give them.
-    missing = [t for t in answer_after if t in tools and t not in view.calls.ran]
-    why = f"call {missing[0]} first: the answer must rest on its result" if missing else ""
-    return Choices(tuple(tools), tuple(skills), sources, escalation, paths, answer=not missing, unanswerable=why,
-                   unseen=unseen, commands=commands, values=values)
-
-
-def _commands_run(view: TaskView) -> set[str]:
-    """The commands of the task's calls that have a result, whatever it was."""
-    calls = view.calls
-    return {c.arguments.get("command") for i, c in calls.proposed.items() if i in calls.finished} - {None}
-
-
-def limit_reached(completion_tokens: int, max_output_tokens: int) -> int | None:
-    """The limit a reply filled, if it filled it: from the recorded count, so a re-run judges alike."""
-    return max_output_tokens if completion_tokens >= max_output_tokens else None
-
-
-def _asked_for(tool: str, words: Sequence[str], request: str, view: TaskView | None) -> bool:
-    """Whether a user's message (`request`, its own words) asks for what `tool` does, or a skill the
-    user invoked names the tool. Documents, tool results and pasted text never count."""
-    said = request.lower()
-    if any(re.search(rf"\b{re.escape(w.lower())}", said) for w in words):
-        return True
-    active = view.active.values() if view else ()
-    return any(s.by == "user" and re.search(rf"\b{re.escape(tool)}\b", s.body) for s in active)
-
-
-def judge(text: str, choices: Choices, view: TaskView, cut_at: int | None = None) -> proposal.Action:
-    """Step 7's first half: the reply as an action code will carry out, or Rejected with the reason.
-    `cut_at`: the token limit the reply filled, if it did."""
-    action = proposal.validate(
-        proposal.parse(text, cut_at=cut_at),
-        allowed_tools=set(choices.tools),
-        skills=set(choices.skills),
-        active_skills=set(view.active),
-        sources=set(choices.sources),
-        done_calls=view.calls.done,
-        escalation=choices.escalation,
-        paths=choices.paths,
-        unanswerable=choices.unanswerable,
-        unseen=choices.unseen,
-        commands=choices.commands,
-        values=choices.values,
-    )
-    if isinstance(action, proposal.CallTool) and action.tool in choices.contracts:
-        adders = [n for n, c in choices.contracts.items() if c.changes == "path" and c.removes is None]
-        why = removal.refusal(
-            goal.own_words(view.transcript.request), choices.contracts[action.tool], action.arguments,
-            view.records, adders,
-        )
-        if why is not None:
-            raise proposal.Rejected(why)
-    answer = action.answer if isinstance(action, proposal.FinalAnswer) else None
-    if answer is not None and choices.changes_allowed:
-        # A change claimed that the log does not hold is the worst answer there is: refused once, and if
-        # claimed again (or on the last try) the task fails with the reason rather than complete.
-        why = claims.unbacked(answer, view.records)
-        if why is not None:
-            if choices.last or (choices.attempt > 1 and _UNBACKED in view.last_rejection):
-                raise proposal.Unbacked(why)
-            raise proposal.Rejected(f"{why}; answer saying what was done and what was not")
-    # A poor answer is still an answer: on the last try it stands, rather than fail a task whose work is
-    # done (measured: refused on every try, it failed append_todo, fix_readme_typo and change_port after
-    # their files were right).
-    if answer is not None and not choices.last and (
-        context.echoes_instructions(answer, view.last_rejection) or claims.copies(answer, choices.said)
-    ):
-        raise proposal.Rejected(
-            "the answer repeats what you were told instead of answering; answer the request from the results, "
-            "in a sentence of your own"
-        )
-    left = names_left(view)
-    if answer is not None and not choices.last and left is not None and _NAMES_LEFT not in view.last_rejection:
-        shown = "; ".join(left.lines.splitlines())
-        raise proposal.Rejected(f"{left.path}{_NAMES_LEFT}: {shown}; change those too, or answer saying why they stay")
-    return action
-
-
-_NAMES_LEFT = " still uses a name your edit replaced"
-_UNBACKED = "nothing was changed"
-
-
-def instruction_texts(profile: Profile, contracts: Sequence[ToolContract], tail: Sequence[Block]) -> tuple[str, ...]:
-    """agentd's own words in a request, which an answer may not copy: the profile's instructions (not its
-    examples, whose answers are meant to be followed), each tool's description, the output contract and
-    the decision asked for, without the user's request that the decision repeats."""
-    texts = [profile.role, *profile.policy, *profile.tool_guidance, output_contract(profile.escalation)]
-    texts += [c.description for c in contracts]
-    for block in tail:
-        if block.label == "decision":
-            texts.append(block.text.split("\nThe request: ")[0] + "\n" + block.text.rpartition("\n")[2])
-    return tuple(texts)
-
-
-@dataclass(frozen=True)
-class NamesLeft:
-    """A file the task edited that still uses names the edit took out, and the lines that do."""
-
-    path: str
-    names: tuple[str, ...]
-    lines: str
-
-
-def names_left(view: TaskView) -> NamesLeft | None:
-    """The file a task's edit left using a name it took out (edit_file's `old_names_left`), unless a
-    later change to the file came after. An answer then is refused once, and the retry may change
-    only those names: measured on the quality model, asked to rename `greet` and update its call, it
-    renamed the definition, was shown the call left over, and answered that both were done; told so,
-    it made the same edit again."""
-    left: dict[str, NamesLeft | None] = {}
-    for rec in view.records:
-        e = rec.event
-        path = e.observation.get("path") if isinstance(e, ToolCallExecuted) and e.status == "ok" else None
-        if not isinstance(path, str):
-            continue
-        lines = e.observation.get("old_names_left")
-        if e.tool == "edit_file" and lines and e.call_id in view.calls.proposed:
-            arguments = view.calls.proposed[e.call_id].arguments
-            gone = edits.replaced_names(str(arguments.get("old", "")), str(arguments.get("new", "")))
-            names = tuple(sorted(n for n in gone if re.search(rf"\b{re.escape(n)}\b", lines)))
-            left[path] = NamesLeft(path, names, lines) if names else None
-        elif e.tool in ("edit_file", "write_file", "append_file"):
-            left[path] = None
-    return next((found for found in left.values() if found), None)
-
-
 
 
 def decided_line(records: Sequence[Recorded], call_index: int) -> str:

@@ -14,9 +14,17 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
-from runtime.agent import compaction, decide, loop as agent, notes, policy as policy_, proposal
+from runtime.agent import (
+    choices as choices_,
+    compaction,
+    decide,
+    notes,
+    policy as policy_,
+    proposal,
+    request as request_,
+)
 from runtime.agent.goal import message_turn
-from runtime.agent.loop import Runtime, Trusted
+from runtime.agent.host import Runtime, Trusted
 from runtime.agent.view import TaskView
 from runtime.errors import ContextOverflow
 from store.errors import AgentdError
@@ -112,7 +120,7 @@ def reassemble(rt: Runtime, task_id: str, spec: str) -> list[Reassembled]:
             continue
         view = TaskView.of(history_under(records[:i], chosen))
         try:
-            request, _, _ = agent.request_for(rt, trusted, view, called.call_index, 1, called.decision,
+            request, _, _ = request_.request_for(rt, trusted, view, called.call_index, 1, called.decision,
                                               store_prompt=False, cut=cut)
         except ContextOverflow as e:
             out.append(Reassembled(called.call_index, called.prompt_tokens, None, 0, 0, str(e)))
@@ -145,7 +153,7 @@ def _check_call(rt: Runtime, trusted: Trusted, records: list[Recorded], i: int) 
     step, attempt = called.call_index, called.attempt
     before = _before_step(records, i) if attempt == 1 else records[:i]
     if attempt == 1:
-        items, _ = agent.retrieve_evidence(rt, trusted, TaskView.of(before).transcript)
+        items, _ = request_.retrieve_evidence(rt, trusted, TaskView.of(before).transcript)
         recorded = _recorded_evidence(records, step)
         if [x.cite for x in items] != [x.cite for x in recorded] or [x.sha256 for x in items] != [
             x.sha256 for x in recorded
@@ -155,14 +163,15 @@ def _check_call(rt: Runtime, trusted: Trusted, records: list[Recorded], i: int) 
                 f"evidence differs: recorded {[x.cite for x in recorded]}, rebuilt {[x.cite for x in items]}",
             )
     view = TaskView.of(records[:i])
-    request, _, choices = agent.request_for(rt, trusted, view, step, attempt, called.decision, store_prompt=False)
+    request, _, choices = request_.request_for(rt, trusted, view, step, attempt, called.decision, store_prompt=False)
     if called.manifest is not None:
         diff = _manifest_difference(called.manifest, request.manifest)
         if diff:
             return Difference(step, attempt, diff)
     view.apply(records[i])
     verdict, action = _verdict(
-        called.output, choices, view, agent.limit_reached(called.completion_tokens, trusted.profile.max_output_tokens)
+        called.output, choices, view,
+        choices_.limit_reached(called.completion_tokens, trusted.profile.max_output_tokens),
     )
     recorded = _recorded_verdict(records, i)
     if verdict != recorded:
@@ -250,10 +259,10 @@ def _manifest_difference(recorded: ContextManifest, rebuilt: ContextManifest) ->
 
 
 def _verdict(
-    output: str, choices: agent.Choices, view: TaskView, cut_at: int | None
+    output: str, choices: choices_.Choices, view: TaskView, cut_at: int | None
 ) -> tuple[str, proposal.Action | None]:
     try:
-        action = agent.judge(output, choices, view, cut_at)
+        action = choices_.judge(output, choices, view, cut_at)
     except proposal.Rejected as e:
         return f"rejected: {e}", None
     return f"accepted: {action.model_dump_json()}", action

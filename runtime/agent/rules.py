@@ -2,7 +2,7 @@
 
 A rule reads what a tool promises (its effects) and what was asked, never a tool's or a case's name,
 so that it holds for a plugin's tools as for the built-in ones. The loop's older choice rules live in
-`loop.choices_for` until they move here one by one, each with its measurement.
+`choices.choices_for` until they move here one by one, each with its measurement.
 """
 
 from __future__ import annotations

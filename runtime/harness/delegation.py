@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime.agent.loop import Trusted, offered_tools, run_task
+from runtime.agent.host import Trusted
+from runtime.agent.loop import run_task
+from runtime.agent.request import offered_tools
 from runtime.agent.view import TaskView
 from runtime.harness.tasks import submit_task
 from runtime.tools import Effect, Tool, ToolContext, ToolContract, ToolFailure, ToolRefused, ToolRegistry

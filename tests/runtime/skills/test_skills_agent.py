@@ -166,7 +166,8 @@ def test_activate_skill_records_the_body_and_the_next_request_shows_it_with_its_
     assert (item.kind, item.version) == ("skill", activated.content_hash[:12])
     # The body was read when it was asked for; what the log holds stays, whatever the file becomes.
     (skills / "release-notes" / "SKILL.md").write_text("---\nname: release-notes\ndescription: x\n---\nNew text.\n")
-    from runtime.agent.loop import _Runner, build_request
+    from runtime.agent.loop import _Runner
+    from runtime.agent.request import build_request
 
     runner = _Runner(rt, task_id)
     runner._load()

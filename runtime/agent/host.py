@@ -1,0 +1,75 @@
+"""What running a task needs, one per process, and who is asking: the runtime and the trusted context."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Protocol
+
+from runtime.agent import knowledge, progress as progress_
+from runtime.agent.profiles import Profile
+from runtime.artifacts import ArtifactStore
+from runtime.inference.model import Model
+from runtime.tools import ToolContext, ToolRegistry, snapshot
+from store import EventStore
+from store.events import TaskSubmitted
+
+APPROVAL_TTL = timedelta(hours=24)
+
+
+class JobHost(Protocol):
+    """What runs the background jobs a task starts (the harness's JobRunner): the loop only carries it
+    for the process that owns it, which recovers jobs a crash left and closes it at the end."""
+
+    def recover(self) -> list[str]: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class Runtime:
+    """What running a task needs; one per process."""
+
+    store: EventStore
+    model: Model
+    tools: ToolRegistry
+    profiles: dict[str, Profile]
+    artifacts: ArtifactStore
+    protected: tuple[Path, ...] = ()
+    jobs: JobHost | None = None  # runs what start_job starts, when this process offers it
+    skill_roots: tuple[Path, ...] = ()
+    skills_budget_tokens: int = 1024
+    approval_ttl: timedelta = APPROVAL_TTL
+    progress: progress_.Reporter = progress_.ignore  # what a running decision is doing, for people to watch
+    # How much of a workspace is recorded before a call that may change it; more waits for a person.
+    record_limit: snapshot.Limit = snapshot.Limit()
+    _sections: dict[Path, list[knowledge.Section]] = field(default_factory=dict)
+    # The last whole-workspace snapshot per workspace: the next one reads only the files that changed.
+    _snapshots: dict[Path, snapshot.Snapshot] = field(default_factory=dict)
+
+    def last_snapshot(self, ctx: ToolContext) -> snapshot.Snapshot | None:
+        return self._snapshots.get(ctx.workspace)
+
+    def remember(self, ctx: ToolContext, taken: snapshot.Snapshot) -> None:
+        if taken.paths is None:
+            self._snapshots[ctx.workspace] = taken
+
+    def sections(self, profile: Profile) -> list[knowledge.Section]:
+        if profile.knowledge is None:
+            return []
+        if profile.knowledge not in self._sections:
+            self._sections[profile.knowledge] = knowledge.load_folder(profile.knowledge)
+        return self._sections[profile.knowledge]
+
+
+@dataclass(frozen=True)
+class Trusted:
+    """Step 1: who is asking and about what, read from the store; never from the model."""
+
+    task_id: str
+    actor: str
+    tenant: str
+    now: datetime
+    submitted: TaskSubmitted
+    profile: Profile

@@ -1,0 +1,299 @@
+"""Steps 3 to 5 of a decision: evidence and matching lines, the tools offered, and the request for one attempt,
+built from the log alone so that a replay builds the same one."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+from typing import Mapping, Sequence
+
+from runtime import content
+from runtime.agent import context, goal, knowledge, notes, policy as policy_, proposal, relevance
+from runtime.agent.blocks import Block
+from runtime.agent.choices import Choices, asked_for, choices_for
+from runtime.agent.host import Runtime, Trusted
+from runtime.agent.profiles import Profile, catalog_block, output_contract, prefix_blocks
+from runtime.agent.view import TaskView
+from runtime.artifacts import ref_for
+from runtime.errors import ContextOverflow
+from runtime.skills import activation
+from runtime.tools import ToolContext, ToolContract
+from runtime.tools.finder import best_lines
+from runtime.tools.schema import inline_schema
+from store.events import ContentMatched, ContextTrimmed, EvidenceItem, LeftOut, MatchedLine, Recorded
+
+EVIDENCE_BUDGET = 1200
+EVIDENCE_PER_DECISION = 3
+# A section must earn its tokens: with a query of a goal and a tool result, one shared word (a plan's
+# name, "account") scores a tenth or so, which used to let unrelated documents into the window.
+EVIDENCE_MIN_UTILITY = 0.2
+# And it must be close to the best match: measured on the default model, shown the expired-key and
+# rate-limit sections beside the revoked-key one, it explained a revoked key as an expired plan or a 429.
+EVIDENCE_MIN_SHARE = 0.5
+
+
+def retrieve_evidence(
+    rt: Runtime, trusted: Trusted, transcript: context.Transcript
+) -> tuple[tuple[EvidenceItem, ...], tuple[LeftOut, ...]]:
+    """Steps 3 and 4: evidence the tenant may see, not yet shown, ranked by utility, packed in budget,
+    in the order it is shown: the best match last."""
+    sections = rt.sections(trusted.profile)
+    if not sections:
+        return (), ()
+    last_read = transcript.last_read
+    observation = transcript.results[last_read.label].observation if last_read else {}
+    packed = knowledge.retrieve(
+        sections,
+        tenant=trusted.tenant,
+        query=" ".join([trusted.submitted.goal, *_result_words(observation)]),
+        exclude=set(transcript.evidence_ids),
+        budget=EVIDENCE_BUDGET,
+        limit=EVIDENCE_PER_DECISION,
+        count=rt.model.count,
+        min_utility=EVIDENCE_MIN_UTILITY,
+        min_share=EVIDENCE_MIN_SHARE,
+    )
+    # Shown best last, next to the decision: measured on the default model with an injected on-call note
+    # after the runbook section, it answered right and cited the note.
+    items = tuple(
+        EvidenceItem(
+            cite=c.section.cite,
+            source=c.section.doc_id,
+            version=c.section.version,
+            sha256=hashlib.sha256(c.section.text.encode()).hexdigest(),
+            text=c.section.text,
+            utility=c.utility,
+            tokens=c.tokens,
+        )
+        for c in reversed(packed.selected)
+    )
+    left_out = tuple(
+        LeftOut(source=c.section.cite, kind="evidence", tokens=c.tokens, reason=reason) for c, reason in packed.left_out
+    )
+    return items, left_out
+
+
+_NOT_WORDS = frozenset({"tool", "status", "sha256", "artifact_ref"})
+_DATE = re.compile(r"^\d{4}-\d\d-\d\d")
+
+
+def _result_words(observation: dict) -> list[str]:
+    """What a tool result says, for the next retrieval query: its text values, not its field names
+    (every result has "status", "tool", ids and dates, which would match any document). Read from the
+    recorded observation: the block the model reads is `key: value` lines, field names and all, and as
+    a query those names outweighed the one word that mattered (measured: "revoked" among a dozen)."""
+    words: list[str] = []
+
+    def walk(value) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if k not in _NOT_WORDS:
+                    walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, str) and not _DATE.match(value):
+            words.append(value)
+
+    walk(observation)
+    return words
+
+
+MATCHED_LINES = 5
+
+
+def match_content(ctx: ToolContext, request: str, entries: Sequence[str]) -> ContentMatched | None:
+    """Where a request names none of the workspace's files, the lines that best match its words: a
+    small model otherwise picks the file whose name looks likely and answers from it (measured on the
+    default model: 0 of 10 "which file says ..." cases of an unseen generated suite). A request that
+    writes out a file's name, of the workspace or a new one, says where to look or write, and lines of
+    look-alike files would only lead it away."""
+    wanted = content.words(request)
+    if not wanted or relevance.names_a_file(request, [e for e in entries if not e.endswith("/")]):
+        return None
+    found, indexed, _ = best_lines(ctx, " ".join(wanted), MATCHED_LINES)
+    if not found:
+        return None
+    lines = tuple(MatchedLine(path=f.path, line=f.line, text=f.text, score=f.score) for f in found)
+    return ContentMatched(words=tuple(wanted), matches=lines, files=indexed)
+
+
+def offered_tools(rt: Runtime, trusted: Trusted, has_skills: bool = False, view: TaskView | None = None) -> list[str]:
+    """The profile's tools whose effects the task was allowed; the rest are not even described.
+
+    A task with skills in its catalog is offered the skill tools too, on the same terms: a skill's
+    scripts run only for a task allowed external effects. A sub-task is offered only the tools its
+    parent gave it. A tool the profile offers on request is described once a message of the user's
+    asks for what it does (`view`: the task's messages so far; without it, the goal alone): until
+    then its definition would only draw a small model to it, and every other task's request stays as
+    it was.
+    """
+    allowed = set(trusted.submitted.allowed_effects)
+    names = [*trusted.profile.tools, *(activation.SKILL_TOOLS if has_skills else ())]
+    only = trusted.submitted.tools
+    on_request = trusted.profile.on_request
+    said = [b[0].text for _, _, b in view.transcript.messages] if view else [
+        goal.blocks(trusted.submitted.goal)[0].text
+    ]
+    return [
+        name
+        for name in dict.fromkeys(names)
+        if name in rt.tools and {e.value for e in rt.tools.get(name).contract.effects} <= allowed
+        and (only is None or name in only)
+        and (name not in on_request or any(asked_for(name, on_request[name], goal.own_words(m), view) for m in said))
+    ]
+
+
+def build_request(
+    rt: Runtime,
+    trusted: Trusted,
+    records: Sequence[Recorded],
+    call_index: int,
+    attempt: int,
+    kind: str,
+    *,
+    store_prompt: bool,
+) -> tuple[context.Request, dict, Choices]:
+    """`request_for` the task as `records` leave it."""
+    return request_for(rt, trusted, TaskView.of(records), call_index, attempt, kind, store_prompt=store_prompt)
+
+
+def request_for(
+    rt: Runtime,
+    trusted: Trusted,
+    view: TaskView,
+    call_index: int,
+    attempt: int,
+    kind: str,
+    *,
+    store_prompt: bool,
+    cut: policy_.Cut | None = None,
+) -> tuple[context.Request, dict, Choices]:
+    """Step 5: the request for one attempt of one decision, from the events before it.
+
+    A pure function of the log, the profile and the tools (the step's evidence and notifications are
+    in the log already), so replay builds exactly the request the runner built. `store_prompt` keeps the prompt text in
+    the artifact store; replay only needs its reference.
+    """
+    profile = trusted.profile
+    pinned = view.pinned
+    offered = offered_tools(rt, trusted, has_skills=bool(pinned and pinned.entries), view=view)
+    transcript, summary = view.transcript, view.summary
+    # The tools offered to the task stay in the prefix for all its requests, so that llama.cpp can
+    # reuse it; what may be chosen at this step is narrowed in the grammar alone.
+    prefix = prefix_blocks(profile, rt.tools.definitions(offered), skills=catalog_block(pinned))
+    # A retry says why the last reply was refused; the history before the tail is the same either way.
+    tail = context.tail_blocks(transcript, summary, call_index, attempt, view.last_rejection if attempt > 1 else "")
+    window, max_output = rt.model.n_ctx, profile.max_output_tokens
+    budget = context.budget_of(window, max_output)
+    last = transcript.trimmed
+    if last is not None and transcript.compaction is not None and last.call_index < transcript.compaction.call_index:
+        # A cut counts the steps of the history it was made on; a compaction since made another history.
+        last = None
+    # The policy measures the request it settles on and assembly measures it again: the same text,
+    # tokenized once.
+    counted: dict[str, int] = {}
+
+    def count(text: str) -> int:
+        if text not in counted:
+            counted[text] = rt.model.count(text)
+        return counted[text]
+
+    chosen = policy_.parse(trusted.submitted.policy)
+    # The notes no policy leaves out: after the stable prefix, or with `pinned_tail` just before the
+    # decision asked for, where a new note breaks no cached prefix.
+    head: tuple[Block, ...] = ()
+    if chosen.notes and transcript.notes:
+        if chosen.pinned_tail:
+            tail = [*tail[:-1], notes.block(transcript.notes, "pinned"), tail[-1]]
+        else:
+            head = (notes.block(transcript.notes, "notes"),)
+    shown = policy_.apply(
+        chosen,
+        transcript.entries,
+        transcript.results,
+        measure=lambda history: count(rt.model.render(context.layout(prefix, (*head, *history), tail))),
+        budget=budget,
+        count=count,
+        # The cut recorded last, unless a re-assembly under another policy carries its own.
+        cut=cut if cut is not None else policy_.Cut(last.elided, last.dropped) if last else policy_.Cut(),
+        summary=(frozenset(transcript.compacted), transcript.summary) if transcript.summary is not None else None,
+    )
+    usable = choices_for(
+        offered, view, attempt, kind,
+        escalation=profile.escalation and (not profile.escalate_only_when_blocked or bool(view.calls.blocked)),
+        contracts={name: rt.tools.get(name).contract for name in offered}, shown=shown,
+        answer_after=profile.answer_after, call_first=profile.call_first, on_request=profile.on_request,
+    )
+    usable = dataclasses.replace(
+        usable, attempt=attempt, said=instruction_texts(profile, [rt.tools.get(n).contract for n in offered], tail),
+        changes_allowed=bool({"write", "external"} & set(trusted.submitted.allowed_effects)),
+        contracts={name: rt.tools.get(name).contract for name in usable.tools},
+    )
+    schema = proposal.schema(
+        {name: _arguments(rt.tools.get(name).contract, usable.narrowed(name)) for name in usable.tools},
+        skills=list(usable.skills),
+        allow_answer=usable.answer,
+        citable=usable.sources,
+        allow_escalate=usable.escalation,
+        results=bool(transcript.results),
+    )
+    request = context.assemble(
+        prefix=prefix,
+        history=(*head, *shown.entries),
+        step=transcript.calls + 1,
+        tail=tail,
+        render=rt.model.render,
+        count=count,
+        window=window,
+        max_output=max_output,
+        decision=kind,
+        schema=schema,
+        prompt_ref=(lambda text: rt.artifacts.put(text.encode())) if store_prompt else (
+            lambda text: ref_for(text.encode())
+        ),
+        left_out=(*activation.catalog_left_out(pinned), *shown.left_out),
+    )
+    if shown.new_cut_from is not None:
+        request = dataclasses.replace(request, trimmed=ContextTrimmed(
+            call_index=call_index, elided=shown.cut.elided, dropped=shown.cut.dropped,
+            tokens_before=shown.new_cut_from, tokens_after=request.manifest.total_tokens, budget=budget,
+        ))
+    return request, schema, usable
+
+
+def request_tokens(rt: Runtime, trusted: Trusted, view: TaskView, call_index: int, kind: str, budget: int) -> int:
+    """The tokens of the decision's first request as the history stands, before any new cut `auto`
+    would make of it; over the budget when it cannot be built at all."""
+    try:
+        request, _, _ = request_for(rt, trusted, view, call_index, 1, kind, store_prompt=False)
+    except ContextOverflow:
+        return budget + 1
+    return request.trimmed.tokens_before if request.trimmed is not None else request.manifest.total_tokens
+
+
+def _arguments(contract, values: Mapping[str, tuple[str, ...]]) -> dict:
+    """A tool's argument schema for this step, each argument in `values` narrowed to those values: where
+    the task knows every path there is, a path is one it may still usefully name, so no guessed path
+    can be written; a command is one the request gave to run."""
+    schema = inline_schema(contract.input_model)
+    properties = dict(schema["properties"])
+    for name, allowed in values.items():
+        narrowed = {"type": "string", "enum": list(allowed)}
+        if "description" in properties[name]:
+            narrowed["description"] = properties[name]["description"]
+        properties[name] = narrowed
+    return {**schema, "properties": properties}
+
+
+def instruction_texts(profile: Profile, contracts: Sequence[ToolContract], tail: Sequence[Block]) -> tuple[str, ...]:
+    """agentd's own words in a request, which an answer may not copy: the profile's instructions (not its
+    examples, whose answers are meant to be followed), each tool's description, the output contract and
+    the decision asked for, without the user's request that the decision repeats."""
+    texts = [profile.role, *profile.policy, *profile.tool_guidance, output_contract(profile.escalation)]
+    texts += [c.description for c in contracts]
+    for block in tail:
+        if block.label == "decision":
+            texts.append(block.text.split("\nThe request: ")[0] + "\n" + block.text.rpartition("\n")[2])
+    return tuple(texts)
