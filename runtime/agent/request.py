@@ -11,9 +11,10 @@ from typing import Mapping, Sequence
 from runtime import content
 from runtime.agent import context, goal, knowledge, notes, policy as policy_, proposal, relevance
 from runtime.agent.blocks import Block
-from runtime.agent.choices import Choices, asked_for, choices_for
+from runtime.agent.choices import Choices, choices_for
 from runtime.agent.host import Runtime, Trusted
 from runtime.agent.profiles import Profile, catalog_block, output_contract, prefix_blocks
+from runtime.agent.rules import asked_for
 from runtime.agent.view import TaskView
 from runtime.artifacts import ref_for
 from runtime.errors import ContextOverflow

@@ -95,6 +95,7 @@ class ReadSkillFile(Tool[ReadSkillFileArgs, ReadSkillFileOutput]):
         effects=[Effect.READ],
         idempotent=True,
         scope="skill",
+        needs="skill",
         timeout_s=10,
         preconditions=("the skill was activated in this task", "the file is text"),
         errors={
@@ -142,6 +143,7 @@ class RunSkillScript(Tool[RunSkillScriptArgs, ShellOutput]):
             input_model=RunSkillScriptArgs,
             output_model=ShellOutput,
             timeout_s=timeout_s,
+            needs="skill",
             preconditions=(
                 "the skill was activated in this task",
                 "the script needs no input on stdin",

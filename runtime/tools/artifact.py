@@ -41,6 +41,7 @@ class ReadArtifact(Tool[ReadArtifactArgs, ReadArtifactOutput]):
         effects=[Effect.READ],
         idempotent=True,
         scope="task",
+        needs="artifact",
         timeout_s=10,
         preconditions=("the ref came from an observation in this task",),
         errors={

@@ -81,6 +81,11 @@ class ToolContract(BaseModel):
         "repeats it; A empty: the whole file is replaced by argument B. What a call would remove is then known "
         "before it runs",
     )
+    needs: Literal["artifact", "skill"] | None = Field(
+        None,
+        description="what the task must hold before a call can do anything: an artifact_ref from an earlier "
+        "result, or a skill it activated; until then the tool is not offered",
+    )
     changes: Literal["path", "workspace"] | None = Field(
         None,
         description="which files a call may change: only the one its `path` argument names, or any file in "
