@@ -1,7 +1,7 @@
 """The chain of hashes over the log: each row's hash covers its own content and the hash of the row before.
 
 The definition is part of the export format and of every database written since: it must never change
-(tests/test_log_evidence.py pins it). A hash covers the row as stored, payload bytes included, so a
+(tests/store/test_log_evidence.py pins it). A hash covers the row as stored, payload bytes included, so a
 row changed, dropped or inserted after the fact breaks the chain at its seq.
 
 The chain needs no secret, so anyone can compute it: it proves a log whole and in order, not who made

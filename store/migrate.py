@@ -36,7 +36,7 @@ def revisions() -> dict[str, str | None]:
     """revision -> down_revision of every shipped migration, read from the files' assignments.
 
     Every command checks the schema before it reads; importing alembic to do so would cost a read-only
-    command a tenth of its time (tests/test_migrations.py holds this to alembic's own reading).
+    command a tenth of its time (tests/store/test_migrations.py holds this to alembic's own reading).
     """
     found: dict[str, str | None] = {}
     for path in sorted(VERSIONS.glob("*.py")):

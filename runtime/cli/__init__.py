@@ -18,7 +18,7 @@ _app: App | None = None
 # Each command's module, imported only when that command runs or shows its own help: a command pays for
 # what it uses (the store, the model, the daemon), not for what its neighbours use. Next to it the first
 # paragraph of its docstring, which `agentd --help` lists without importing the module;
-# tests/test_cli_imports.py holds each one to its docstring.
+# tests/runtime/cli/test_cli_imports.py holds each one to its docstring.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "approvals": ("runtime.cli.approvals", "approvals", "List, approve and deny actions that wait for a person."),
     "db": ("runtime.cli.db", "db", "Migrate and check the database."),
