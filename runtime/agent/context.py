@@ -111,6 +111,8 @@ class Transcript:
     noted: set[int] = field(default_factory=set)
     # What each call since the user's latest message changed, as its result showed it: (call id, diff).
     diffs: list[tuple[str, str]] = field(default_factory=list)
+    # The files whose lines best matched the goal's words (ContentMatched), in the order shown.
+    matched: tuple[str, ...] = ()
 
     def apply(self, rec: Recorded) -> None:
         """Take one more of the task's events into the history."""
@@ -173,6 +175,7 @@ class Transcript:
             # what the first call should go to.
             self.entries.append(matches_block(e))
             self.citable.append("matches")
+            self.matched = tuple(dict.fromkeys(m.path for m in e.matches))
         elif isinstance(e, (FileChanged, ArtifactWritten)):
             # Changed by the task: the content it holds is what it wrote, not what it read.
             if isinstance(e, FileChanged) and e.after_sha256 is None:

@@ -25,17 +25,20 @@ _NOISE = frozenset({
 })
 
 
-def focus(request: str, files: Iterable[str]) -> set[str]:
+def focus(request: str, files: Iterable[str], matched: Iterable[str] = ()) -> set[str]:
     """The files `request` points at, the first of these that is not empty: those it names by path
     or file name; those it names by a file name without its extension ("the README"); those in a
-    folder or with a name word it uses; all of them."""
+    folder or with a name word it uses; those whose lines best matched its words (`matched`, the
+    content index's); all of them."""
     files = set(files)
+    found_by_content = set(matched) & files
     text = request.lower()
     words = {singular(w) for w in _WORD.findall(text)}
     tiers = (
         lambda f: _written(text, f),
         lambda f: _stem_named(_name(f), words),
         lambda f: bool(_path_words(f) & words),
+        lambda f: f in found_by_content,
     )
     for pointed in tiers:
         found = {f for f in files if pointed(f)}

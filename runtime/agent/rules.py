@@ -204,7 +204,10 @@ def paths_worth_naming(choices: Choices, s: Situation) -> Choices:
       to docs/changelog.md);
     - where the request points at files of its own, nothing changes before one of them was read (the
       default model otherwise wrote next.txt, or appended to todo.txt, before it had read the todo list
-      the request was about);
+      the request was about); a request that names none points at the files whose lines matched its
+      words, where there are such, until one of them was read (measured on the default model with the
+      matches shown and every file readable: asked which file says where the backups go, it read seven
+      other files and answered with one of them; asked to bump the version, it edited data/team.json);
     - new files the request names are written before any other file is changed, under those names
       (offered both, the default model appended the rows it was to put in customers.txt to
       data/orders.csv; with the path free, "Create a file hello.txt" wrote data/hello.txt); otherwise a
@@ -219,7 +222,10 @@ def paths_worth_naming(choices: Choices, s: Situation) -> Choices:
     held = known.read - unread
     changed = set(s.view.transcript.changed_paths)
     seen = (held | changed) & known.files
-    pointed = relevance.focus(s.request, known.files)
+    # The lines matched to the goal point at files while the goal is the request and until one of
+    # those files was read: a match is by words, and the answer may be in a file no line matched.
+    matched = set(s.view.transcript.matched) if s.view.transcript.turns == 1 else set()
+    pointed = relevance.focus(s.request, known.files, () if matched & (known.read | changed) else matched)
     looked = pointed == known.files or bool(pointed & (known.read | changed))
     new = relevance.new_paths(s.request, known.files)
     tools = list(choices.tools)

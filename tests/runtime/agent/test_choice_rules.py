@@ -14,12 +14,15 @@ from runtime.agent.choices import Choices, Situation, choices_for
 from runtime.agent.view import TaskView
 from runtime.tools import Effect, ToolContract
 from store.events import (
+    ContentMatched,
     FileChanged,
+    MatchedLine,
     Recorded,
     SkillActivated,
     TaskSubmitted,
     ToolCallExecuted,
     ToolCallProposed,
+    UserSaid,
     WorkspaceSurveyed,
 )
 
@@ -196,3 +199,30 @@ def test_the_last_try_offers_only_the_answer_whatever_the_rules_say() -> None:
     assert last.tools == () and last.last
     final = choices_for(ALL, view, 1, "final_step", contracts=CONTRACTS)
     assert final.tools == () and not final.last
+
+
+def test_a_request_that_names_no_file_reads_first_the_files_whose_lines_matched_it() -> None:
+    matched = ContentMatched(words=("version",), files=2, matches=(
+        MatchedLine(path="todo.txt", line=3, text='version = "1.1.0"', score=5.0),))
+    view = view_of("Bump the project version to 1.2.0.", SURVEY, matched)
+    choices = rules.paths_worth_naming(Choices(ALL, (), ()), situation(view))
+    assert choices.paths["read_file"] == ("todo.txt",)
+    assert "patch_text" not in choices.tools, "nothing changes before a matched file was read"
+    unmatched = rules.paths_worth_naming(Choices(ALL, (), ()), situation(view_of("Bump the version to 1.2.0.", SURVEY)))
+    assert unmatched.paths["read_file"] == ("notes.txt", "todo.txt")
+
+
+def test_the_goals_matches_point_at_nothing_once_the_user_asks_something_else() -> None:
+    matched = ContentMatched(words=("version",), files=2, matches=(
+        MatchedLine(path="todo.txt", line=3, text='version = "1.1.0"', score=5.0),))
+    view = view_of("Bump the project version to 1.2.0.", SURVEY, matched, UserSaid(text="What else is there?"))
+    assert rules.paths_worth_naming(Choices(ALL, (), ()), situation(view)).paths["read_file"] == (
+        "notes.txt", "todo.txt")
+
+
+def test_once_a_matched_file_was_read_the_others_may_be_read_too() -> None:
+    matched = ContentMatched(words=("release",), files=2, matches=(
+        MatchedLine(path="notes.txt", line=1, text="Release: March 3.", score=5.0),))
+    view = view_of("When is the release?", SURVEY, matched,
+                   *ran("c1", "read_file", {"path": "notes.txt"}, {"path": "notes.txt"}))
+    assert rules.paths_worth_naming(Choices(ALL, (), ()), situation(view)).paths["read_file"] == ("todo.txt",)

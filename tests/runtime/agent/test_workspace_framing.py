@@ -38,7 +38,8 @@ def test_read_file_is_offered_only_the_files_the_task_has_not_read(store, projec
     rt = framing_runtime(store, tmp_path, [
         call("read_file", path="notes.txt"), call("read_file", path="README.md"), answer("March 3", "result:c1"),
     ])
-    task_id = submit(store, project_workspace, "When is the release?")
+    # No line of the workspace has the request's words, so no file is read first for a match.
+    task_id = submit(store, project_workspace, "When do we ship?")
     assert run(rt, task_id) == "completed"
     first, second, third = (path_schema(s, "read_file") if "call_tool:read_file" in options(s) else None
                             for s in rt.model.schemas)
@@ -200,7 +201,8 @@ def test_a_file_is_offered_for_a_change_only_once_its_content_was_shown(store, p
         call("edit_file", path="notes.txt", old="March 3", new="March 4"),
         answer("Moved.", "result:c2"),
     ])
-    task_id = submit(store, project_workspace, "Move the release to March 4.", allowed_effects=WRITE)
+    # Words no line of the workspace has: no matched file is to be read first, every file may be.
+    task_id = submit(store, project_workspace, "Postpone the ship day by one.", allowed_effects=WRITE)
     assert run(rt, task_id) == "completed"
     first, retry, second, _ = (options(s) for s in rt.model.schemas)
     assert "call_tool:edit_file" not in first and "call_tool:append_file" not in first, "nothing read yet"
