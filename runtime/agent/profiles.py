@@ -181,17 +181,12 @@ WORKSPACE = Profile(
     # search_files is left out. Offered it on five count and lookup cases, the quality model searched for
     # the request's topic ("orders" in orders.csv, "todo" in todo.txt), found nothing and answered 0: 1/5,
     # against 5/5 without it, side by side. The default model searched for a whole log line or a header.
-    tools=(
-        "append_file", "edit_file", "list_files", "python", "read_artifact", "read_file", "shell", "start_job",
-        "write_file",
-    ),
-    # python computes what a small model reads poorly: counts, totals, the largest or smallest. Offered
-    # only where the user asks for such a figure, so every other request stays as it was; and only
-    # where the sandbox runs at all (it is not registered otherwise).
-    on_request={"python": (
-        "how many", "count", "number of", "total", "sum of", "sum up", "add up", "average", "the mean", "largest",
-        "smallest", "highest", "lowest", "biggest", "most", "least", "fewest", "maximum", "minimum",
-    )},
+    # python is left out. Offered where the request asked for a figure, on the development seed's count,
+    # aggregate and rename cases (23), the default model printed its own guess with it
+    # (`print('The total amount in orders.csv is ' + str(10))`), imported pandas, which the sandbox does
+    # not have, or named variables of a read_file result; counts and renames it had got right went
+    # wrong (a rename's function was named count_report), and no total came out right.
+    tools=("append_file", "edit_file", "list_files", "read_artifact", "read_file", "shell", "start_job", "write_file"),
     # The person is the user who asked: what cannot be done is said in the answer. Measured on the
     # default model, with escalate offered it escalated after the first tool error on most tasks.
     escalation=False,

@@ -146,7 +146,7 @@ def status(app: App, as_json: bool) -> None:
         ("notifications", f"{depth} waiting to be taken in"),
         ("approvals", f"{pending} pending" + (" (agentd approvals list)" if pending else "")),
         ("events", last_seq),
-        ("python tool", "offered, in a bubblewrap sandbox, where a request asks for a figure"
+        ("python tool", "available, in a bubblewrap sandbox, to profiles that offer it"
          if report["python_sandbox"] == "ok"
          else f"not offered: {report['python_sandbox']}"),
         *_model_lines(report["model"] or {}),

@@ -77,5 +77,5 @@ def test_status_says_whether_the_python_tool_is_offered_and_why_not(agentd, tmp_
     shown = agentd("--data-dir", str(data), "status")
     assert shown.returncode == 0, shown.stderr
     line = next(line for line in shown.stdout.splitlines() if line.startswith("python tool"))
-    assert ("offered, in a bubblewrap sandbox" in line) is (SANDBOX is None)
+    assert ("available, in a bubblewrap sandbox" in line) is (SANDBOX is None)
     assert json.loads(agentd("--data-dir", str(data), "status", "--json").stdout)["python_sandbox"] == (SANDBOX or "ok")
