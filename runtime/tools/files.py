@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from runtime.atomic import replace_file
+from runtime.tools import table
 from runtime.tools.contract import Effect, Tool, ToolContext, ToolContract, ToolFailure, ToolRefused
 from runtime.tools.workspace import is_protected, relative, resolve
 from store.events import ArtifactRead
@@ -47,6 +48,12 @@ class ReadFileOutput(BaseModel):
     # Counted by code: asked how many orders a CSV file held, the default model answered with its line
     # count, the header included.
     data_rows: int | None = Field(None, ge=0, description="for a .csv file: its records, the header not counted")
+    columns: list[dict[str, str]] | None = Field(
+        None, description="for a .csv file: each number column's total, smallest and largest, computed by code"
+    )
+    totals_by: list[dict[str, str]] | None = Field(
+        None, description="for a .csv file: each number column's total for each value of a column with few values"
+    )
     content: str
 
 
@@ -110,7 +117,7 @@ class ReadFile(Tool[ReadFileArgs, ReadFileOutput]):
             "file_too_large": f"the file is over {MAX_READ_BYTES} bytes",
             "unreadable": "permission denied or an I/O error",
         },
-        summary_fields=("path", "size", "sha256", "lines", "data_rows"),
+        summary_fields=("path", "size", "sha256", "lines", "data_rows", "columns", "totals_by"),
         path_kind="file",
     )
 
@@ -127,9 +134,13 @@ class ReadFile(Tool[ReadFileArgs, ReadFileOutput]):
             raise binary_failure(name, data, digest)
         ctx.record(ArtifactRead(path=name, sha256=digest, size=len(data)))
         lines = content.count("\n") + (0 if not content or content.endswith("\n") else 1)
+        is_csv = name.lower().endswith(".csv")
+        found = table.figures(content) if is_csv else None
         return ReadFileOutput(
             path=name, size=len(data), sha256=digest, lines=lines, content=content,
-            data_rows=_records(content) if name.lower().endswith(".csv") else None,
+            data_rows=_records(content) if is_csv else None,
+            columns=found[0] if found else None,
+            totals_by=(found[1] or None) if found else None,
         )
 
 
