@@ -49,10 +49,10 @@ class ReadFileOutput(BaseModel):
     # count, the header included.
     data_rows: int | None = Field(None, ge=0, description="for a .csv file: its records, the header not counted")
     columns: list[dict[str, str]] | None = Field(
-        None, description="for a .csv file: each number column's total, smallest and largest, computed by code"
+        None, description="for a .csv file: each number column's sum, smallest and largest, computed by code"
     )
-    totals_by: list[dict[str, str]] | None = Field(
-        None, description="for a .csv file: each number column's total for each value of a column with few values"
+    sums_by: list[dict[str, str]] | None = Field(
+        None, description="for a .csv file: each number column's sum for each value of a column with few values"
     )
     content: str
 
@@ -117,7 +117,7 @@ class ReadFile(Tool[ReadFileArgs, ReadFileOutput]):
             "file_too_large": f"the file is over {MAX_READ_BYTES} bytes",
             "unreadable": "permission denied or an I/O error",
         },
-        summary_fields=("path", "size", "sha256", "lines", "data_rows", "columns", "totals_by"),
+        summary_fields=("path", "size", "sha256", "lines", "data_rows", "columns", "sums_by"),
         path_kind="file",
     )
 
@@ -140,7 +140,7 @@ class ReadFile(Tool[ReadFileArgs, ReadFileOutput]):
             path=name, size=len(data), sha256=digest, lines=lines, content=content,
             data_rows=_records(content) if is_csv else None,
             columns=found[0] if found else None,
-            totals_by=(found[1] or None) if found else None,
+            sums_by=(found[1] or None) if found else None,
         )
 
 

@@ -1,5 +1,8 @@
-"""A CSV table's figures, computed by code for read_file's result: each number column's total, smallest
-and largest, and its totals for each value of a column that has few.
+"""A CSV table's figures, computed by code for read_file's result: each number column's sum, smallest
+and largest, and its sums for each value of a column that has few.
+
+Called sums, not totals: shown a "total" beside `data_rows`, the default model answered "how many
+records" with a column's total.
 
 Asked for a column's total, or which row has the largest value, the default model added up or
 compared the rows it read and got it wrong in 10 of 10 cases of a generated suite; given a python
@@ -22,8 +25,8 @@ MAX_GROUP_VALUES = 8
 
 
 def figures(content: str) -> tuple[list[dict[str, str]], list[dict[str, str]]] | None:
-    """(per number column: its total, smallest and largest with their rows; per number column and
-    column of few values: the total for each value), or None where the text is not a table with a
+    """(per number column: its sum, smallest and largest with their rows; per number column and
+    column of few values: the sum for each value), or None where the text is not a table with a
     header and at least two records."""
     rows = [row for row in csv.reader(io.StringIO(content)) if any(cell.strip() for cell in row)]
     if len(rows) < 3 or len({len(r) for r in rows}) != 1:
@@ -48,7 +51,7 @@ def figures(content: str) -> tuple[list[dict[str, str]], list[dict[str, str]]] |
         high = max(values, key=lambda v: v[0])
         columns.append({
             "column": header[i],
-            "total": _show(sum(v for v, _ in values), places),
+            "sum": _show(sum(v for v, _ in values), places),
             "smallest": f"{_show(low[0], places)} in the row {','.join(low[1])}",
             "largest": f"{_show(high[0], places)} in the row {','.join(high[1])}",
         })

@@ -17,29 +17,29 @@ ORDERS = (
 )
 
 
-def test_each_number_column_has_its_total_smallest_and_largest_with_their_rows() -> None:
+def test_each_number_column_has_its_sum_smallest_and_largest_with_their_rows() -> None:
     columns, _ = figures(ORDERS)
     assert columns == [{
-        "column": "amount", "total": "204.50",
+        "column": "amount", "sum": "204.50",
         "smallest": "2.00 in the row 247,2026-05-04,backpack,2,Sanne",
         "largest": "90.75 in the row 246,2026-05-09,cable,90.75,Joost",
     }]
 
 
-def test_totals_are_given_for_each_value_of_a_column_whose_values_repeat() -> None:
+def test_sums_are_given_for_each_value_of_a_column_whose_values_repeat() -> None:
     _, by = figures(ORDERS)
     assert by == [{"column": "amount", "by": "customer", "Joost": "173.00", "Sanne": "31.50"}]
 
 
 def test_ids_dates_and_a_name_per_row_are_no_figures_and_group_nothing() -> None:
     columns, by = figures(ORDERS)
-    assert [c["column"] for c in columns] == ["amount"], "the id column's total would mean nothing"
+    assert [c["column"] for c in columns] == ["amount"], "the id column's sum would mean nothing"
     assert {b["by"] for b in by} == {"customer"}, "product names each row once; dates are not groups"
 
 
 def test_whole_numbers_stay_whole() -> None:
     columns, _ = figures("species,count\nrobin,5\nwren,11\nrobin,3\n")
-    assert (columns[0]["total"], columns[0]["largest"]) == ("19", "11 in the row wren,11")
+    assert (columns[0]["sum"], columns[0]["largest"]) == ("19", "11 in the row wren,11")
 
 
 def test_text_that_is_no_table_has_no_figures() -> None:
@@ -56,6 +56,6 @@ def test_read_file_gives_a_csv_files_figures_and_no_other_files(tmp_path) -> Non
                       artifacts=ArtifactStore(tmp_path / "artifacts"))
     read = builtin_registry().get("read_file")
     csv_result = execute(read, ctx, {"path": "orders.csv"}).observation
-    assert csv_result["columns"][0]["total"] == "204.50" and csv_result["totals_by"][0]["Joost"] == "173.00"
+    assert csv_result["columns"][0]["sum"] == "204.50" and csv_result["sums_by"][0]["Joost"] == "173.00"
     text_result = execute(read, ctx, {"path": "notes.txt"}).observation
-    assert text_result.get("columns") is None and text_result.get("totals_by") is None
+    assert text_result.get("columns") is None and text_result.get("sums_by") is None

@@ -224,7 +224,7 @@ def test_read_file_returns_text_and_records_its_hash(ctx, workspace) -> None:
         "lines": 3,
         "data_rows": None,
         "columns": None,
-        "totals_by": None,
+        "sums_by": None,
         "content": data.decode(),
     }
     assert outcome.artifact_events == (ArtifactRead(path="notes.txt", sha256=sha(data), size=len(data)),)
@@ -333,7 +333,7 @@ def test_a_csv_files_records_are_counted_by_code_even_when_its_content_is_masked
     (workspace / "big.csv").write_text("id,amount\n" + "".join(f"{i},{i}.50\n" for i in range(400)))
     big = execute(ReadFile(), ctx, {"path": "big.csv"}).observation
     assert big["truncated"] is True and big["data_rows"] == 400
-    assert big["columns"][0]["total"] == "80000.00", "a masked table keeps its figures"
+    assert big["columns"][0]["sum"] == "80000.00", "a masked table keeps its figures"
     assert execute(ReadFile(), ctx, {"path": "orders.csv"}).output.data_rows == 3
 
 
