@@ -228,7 +228,11 @@ def request_for(
         answer_after=profile.answer_after, call_first=profile.call_first, on_request=profile.on_request,
     )
     usable = dataclasses.replace(
-        usable, attempt=attempt, said=instruction_texts(profile, [rt.tools.get(n).contract for n in offered], tail),
+        usable, attempt=attempt,
+        # The head of the matched lines is agentd's words too: seen on the default model, "The project
+        # keeps the release notes in the workspace's 18 files with most of the request's words".
+        said=(*instruction_texts(profile, [rt.tools.get(n).contract for n in offered], tail),
+              *(b.text.partition("\n")[0] for b in transcript.entries if b.label == "matches")),
         changes_allowed=bool({"write", "external"} & set(trusted.submitted.allowed_effects)),
         contracts={name: rt.tools.get(name).contract for name in usable.tools},
     )

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from runtime.agent.context import matches_block
-from store.events import ContentMatched, MatchedLine
+from store.events import AnswerGiven, ContentMatched, MatchedLine, ProposalRejected
 from store.fulltext import FullTextIndex
 from tests.helpers import answer, call, events, run, scripted_runtime, submit, workspace_of
 
@@ -107,3 +107,15 @@ def test_an_index_built_by_an_older_version_is_built_again(tmp_path: Path) -> No
     assert index.known() == {}, "an old index is dropped: its files are read again"
     index.replace("notes.md", 1, 1, ["Released"])
     assert [h.path for h in index.search(["release"], 5)] == ["notes.md"]
+
+
+def test_an_answer_that_copies_the_head_of_the_matches_is_refused(store, tmp_path) -> None:
+    ws = workspace_of(tmp_path, PROJECT)
+    copied = ("The project keeps it in the workspace's 4 files with most of the request's words (nightly, backups, "
+              "go), best first; matched by words, not by meaning.")
+    rt = scripted_runtime(store, tmp_path / "data", [answer(copied, "matches"), answer("ops.md says so.", "matches")])
+    task_id = submit(store, ws, "Which file says where the nightly backups go?")
+    assert run(rt, task_id) == "completed"
+    [refused] = events(store, task_id, ProposalRejected)
+    assert refused.error.startswith("the answer repeats what you were told")
+    assert events(store, task_id, AnswerGiven)[-1].answer == "ops.md says so."
