@@ -3,8 +3,9 @@ reports side by side (before and after a change), run on the same cases.
 
 A generated suite (`agentd eval generate`) is run file by file, so its result is several reports: this
 merges them by case. Prints, per family: successes of runs, the runs that ended completed with an
-answer yet failed a check (confidently wrong), the runs that lost lines, and the median seconds of a
-successful run; then the totals. Figures only.
+answer yet failed a check (confidently wrong), among them those that changed no file although a file was
+to change (completed, nothing changed: issue 25's "claims a change that did not happen"), the runs that
+lost lines, and the median seconds of a successful run; then the totals. Figures only.
 
     python bench/family_table.py reports/*/*.json
     python bench/family_table.py --before before/*.json --after after/*.json
@@ -30,6 +31,13 @@ def runs_by_case(paths: list[Path]) -> dict[str, tuple[str, list[dict[str, Any]]
     return out
 
 
+def completed_unchanged(run: dict[str, Any]) -> bool:
+    """Ended completed with an answer, a file check failed, and the task changed no file (`undo` is None
+    only when there was nothing to undo)."""
+    return (bool(run.get("false_claim")) and run.get("undo") is None
+            and any(f.get("label") == "file_check" for f in run.get("failures", ())))
+
+
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     ok = [r for r in runs if r["success"]]
     seconds = [r["seconds"] for r in ok if r.get("seconds") is not None]
@@ -37,6 +45,7 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "runs": len(runs),
         "ok": len(ok),
         "wrong": sum(bool(r.get("false_claim")) for r in runs),
+        "unchanged": sum(completed_unchanged(r) for r in runs),
         "lost": sum(bool(r.get("lost_lines")) for r in runs),
         "seconds": round(statistics.median(seconds), 1) if seconds else None,
     }
@@ -63,14 +72,14 @@ def render(columns: list[tuple[str, dict[str, dict]]]) -> str:
     names = list(dict.fromkeys(g for _, t in columns for g in t if g != "all")) + ["all"]
     head = ["family"]
     for label, _ in columns:
-        head += [f"{label}: success", "confidently wrong", "lost lines", "median s (success)"]
+        head += [f"{label}: success", "confidently wrong", "of them nothing changed", "lost lines", "median s (success)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for g in names:
         row = [f"**{g}**" if g == "all" else g]
         for _, table in columns:
             s = table.get(g)
-            row += [_cell(s), str(s["wrong"]) if s else "-", str(s["lost"]) if s else "-",
-                    str(s["seconds"]) if s and s["seconds"] is not None else "-"]
+            row += [_cell(s)] + [str(s[k]) if s else "-" for k in ("wrong", "unchanged", "lost")] + [
+                str(s["seconds"]) if s and s["seconds"] is not None else "-"]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
