@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from runtime import data_folder, model_name, policy_name
 from runtime.errors import ConfigError
+from runtime.mcp_settings import McpSettings
 
 ENV_PREFIX = "AGENTD_"
 CONFIG_ENV = "AGENTD_CONFIG"
@@ -82,6 +83,10 @@ class Settings(BaseModel):
     )
     record_max_mb: int = Field(
         512, ge=1, description="megabytes of a workspace recorded before such a call; more waits for a person"
+    )
+    mcp: McpSettings = Field(
+        default_factory=McpSettings,
+        description="MCP servers ([mcp.servers.NAME]) whose tools tasks may be offered, and per-profile allowlists",
     )
 
     # Which source each setting came from, for messages about a value that was fine to read but not to use.
@@ -186,6 +191,9 @@ def load_settings(
         err = e.errors()[0]
         key = str(err["loc"][0]) if err["loc"] else "?"
         where = origin.get(key, DEFAULTS)
+        if key == "mcp":
+            # A table of tables: the whole path says which server's which key.
+            key = ".".join(str(part) for part in err["loc"])
         if err["type"] == "extra_forbidden":
             raise ConfigError(f"unknown setting {key!r} (from {where})") from None
         why = err["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's own words
