@@ -36,6 +36,7 @@ from store.events.call import (
     ToolCallProposed,
     ToolCallStarted,
 )
+from store.events.mcp import McpToolsPinned, PinnedTool
 from store.events.notification import (
     NOTIFICATIONS_STREAM,
     AdmittedNotification,
@@ -82,10 +83,12 @@ __all__ = [
     "JobFinished",
     "JobStarted",
     "MatchedLine",
+    "McpToolsPinned",
     "ModelCalled",
     "NoteTaken",
     "NotificationEnqueued",
     "NotificationsAdmitted",
+    "PinnedTool",
     "ProposalAccepted",
     "ProposalRejected",
     "Recorded",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from store.events._base import Event
 
@@ -26,6 +26,17 @@ class ManifestItem(_Value):
     version: str | None = None
     sha256: str
     tokens: int = Field(ge=0)
+    # What reads like instructions inside an untrusted block (an MCP tool's result saying "ignore your
+    # rules"): the model sees it fenced as data all the same; a person reading the manifest sees it named.
+    flags: tuple[str, ...] = ()
+
+    @model_serializer(mode="wrap")
+    def _flags_only_when_any(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out when empty, so every manifest recorded before flags existed is written the same way.
+        data = handler(self)
+        if not data.get("flags"):
+            data.pop("flags", None)
+        return data
 
 
 class LeftOut(_Value):

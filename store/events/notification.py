@@ -10,7 +10,7 @@ from store.events._base import Event
 
 NOTIFICATIONS_STREAM = "notifications"
 
-Source = Literal["file_watcher", "job", "approval", "skill_catalog", "operator"]
+Source = Literal["file_watcher", "job", "approval", "skill_catalog", "mcp_server", "operator"]
 
 
 class NotificationEnqueued(Event):

@@ -83,3 +83,15 @@ def test_an_invalid_payload_names_the_field() -> None:
 def test_unknown_fields_are_rejected_rather_than_dropped() -> None:
     with pytest.raises(InvalidEvent, match="sneaky: Extra inputs"):
         decode("TaskSubmitted", 1, '{"goal": "g", "workspace": "/w", "sneaky": 1}', seq=5)
+
+
+def test_a_manifest_item_without_flags_is_written_as_before_flags_existed_and_one_with_flags_keeps_them() -> None:
+    from store.events import ManifestItem
+
+    item = ManifestItem(block="result:c1", kind="observation", source="tool:x", trust="untrusted", sha256="a", tokens=3)
+    assert item.model_dump_json() == (
+        '{"block":"result:c1","kind":"observation","source":"tool:x","trust":"untrusted","version":null,'
+        '"sha256":"a","tokens":3}'
+    )
+    flagged = item.model_copy(update={"flags": ("tells the model to ignore its instructions",)})
+    assert ManifestItem.model_validate_json(flagged.model_dump_json()) == flagged
