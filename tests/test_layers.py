@@ -1,5 +1,5 @@
 """The import graph runs one way: store <- notifications <- runtime's leaves <- inference <- tools <-
-skills <- agent <- harness <- web <- daemon <- eval <- cli. A module may import its own layer and the
+skills <- mcp <- agent <- harness <- web <- daemon <- eval <- cli. A module may import its own layer and the
 ones below it, never one above; the test names each edge that runs back up."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runtime.inference",),
     ("runtime.tools",),
     ("runtime.skills",),
+    ("runtime.mcp",),
     ("runtime.agent",),
     ("runtime.harness",),
     ("runtime.web",),
