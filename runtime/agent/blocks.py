@@ -30,6 +30,8 @@ class Block:
     trust: Trust
     text: str
     version: str | None = None
+    # Instruction-like phrases found in untrusted text, for the manifest; they change nothing rendered.
+    flags: tuple[str, ...] = ()
 
     def render(self) -> str:
         if self.trust == "trusted":

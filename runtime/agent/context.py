@@ -463,7 +463,22 @@ def notifications_block(e: NotificationsAdmitted) -> Block:
 
 
 def observation_block(e: ToolCallExecuted, request: str = "") -> Block:
-    return Block(f"result:{e.call_id}", "observation", f"tool:{e.tool}", "untrusted", observation_text(e, request))
+    return Block(
+        f"result:{e.call_id}", "observation", f"tool:{e.tool}", "untrusted", observation_text(e, request),
+        flags=flags_of(e),
+    )
+
+
+# Each flag as the manifest keeps it: the reason and the phrase, not a paragraph of the result.
+FLAG_CHARS = 160
+
+
+def flags_of(e: ToolCallExecuted) -> tuple[str, ...]:
+    """The instruction-like phrases a tool's check found in its result (an MCP tool's `flagged`)."""
+    found = e.observation.get("flagged")
+    if not isinstance(found, list):
+        return ()
+    return tuple(str(f)[:FLAG_CHARS] for f in found if f)
 
 
 # Kept in the log and the artifact index, left out of what the model reads: a hash is 64 characters
@@ -591,7 +606,7 @@ def assemble(
 def _item(b: Block, count: Callable[[str], int]) -> ManifestItem:
     return ManifestItem(
         block=b.label, kind=b.kind, source=b.source, trust=b.trust, version=b.version, sha256=b.sha256,
-        tokens=count(b.render()),
+        tokens=count(b.render()), flags=b.flags,
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from runtime.agent import knowledge, progress as progress_
 from runtime.agent.profiles import Profile
@@ -14,6 +14,9 @@ from runtime.inference.model import Model
 from runtime.tools import ToolContext, ToolRegistry, snapshot
 from store import EventStore
 from store.events import TaskSubmitted
+
+if TYPE_CHECKING:  # the SDK is imported only where a server is configured
+    from runtime.mcp.gateway import Gateway
 
 APPROVAL_TTL = timedelta(hours=24)
 
@@ -44,6 +47,8 @@ class Runtime:
     progress: progress_.Reporter = progress_.ignore  # what a running decision is doing, for people to watch
     # How much of a workspace is recorded before a call that may change it; more waits for a person.
     record_limit: snapshot.Limit = snapshot.Limit()
+    # The MCP servers whose tools are in `tools`, when any are configured.
+    mcp: Gateway | None = None
     _sections: dict[Path, list[knowledge.Section]] = field(default_factory=dict)
     # The last whole-workspace snapshot per workspace: the next one reads only the files that changed.
     _snapshots: dict[Path, snapshot.Snapshot] = field(default_factory=dict)

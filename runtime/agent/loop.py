@@ -189,6 +189,7 @@ class _Runner:
         self._report(call_index, "deciding")
         if call_index == 1:
             await self._pin_skills(trusted)
+            await self._pin_mcp_tools(trusted)
             await self._survey_workspace(trusted)
         kind = _decision_kind(summary, call_index - view.transcript.turn_start)
         await self._retrieve(trusted, call_index)
@@ -261,6 +262,16 @@ class _Runner:
         name = activation.user_request(trusted.submitted.goal, pinned)
         if name is not None and name not in self.view.active:
             await self._append(await anyio.to_thread.run_sync(activation.activate, pinned, name, 0, "user"))
+
+    async def _pin_mcp_tools(self, trusted: Trusted) -> None:
+        """Before the first request: the MCP tools the task is offered, as their servers listed them, so
+        that its requests show them so to its end and a call of one changed since is refused."""
+        if self.rt.mcp is None or self.view.mcp_pinned is not None:
+            return
+        offered = offered_tools(self.rt, trusted, has_skills=bool(self.view.pinned and self.view.pinned.entries))
+        pinned = self.rt.mcp.pin(offered)
+        if pinned is not None:
+            await self._append(pinned)
 
     async def _survey_workspace(self, trusted: Trusted) -> None:
         """Before the first request of a task with the file tools: the workspace's layout, recorded, so

@@ -79,6 +79,10 @@ class Profile(BaseModel):
     on_request: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     # Every change a task of this profile makes to a file waits for a person, shown its diff first.
     confirm_changes: bool = False
+    # MCP servers' tools its tasks may be offered, each `SERVER/TOOL` or `SERVER/*` (every tool the
+    # server lists at start); none by default: a tool from outside is offered only where a profile
+    # (or the config's [mcp.profiles.NAME]) names it, and then only within the task's allowed effects.
+    mcp_tools: tuple[str, ...] = ()
 
     @field_validator("context_policy")
     @classmethod
@@ -93,7 +97,7 @@ class Profile(BaseModel):
         """A hash of everything in the profile: two tasks with the same version saw the same prefix."""
         # Fields added since versions were first recorded are left out while unset, so profiles keep them.
         later = (("context_policy", None), ("answer_after", ()), ("call_first", ()), ("on_request", {}),
-                 ("escalate_only_when_blocked", False), ("confirm_changes", False))
+                 ("escalate_only_when_blocked", False), ("confirm_changes", False), ("mcp_tools", ()))
         unset = {name for name, value in later if getattr(self, name) == value}
         return hashlib.sha256(self.model_dump_json(exclude=unset or None).encode()).hexdigest()[:12]
 

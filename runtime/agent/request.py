@@ -131,7 +131,7 @@ def offered_tools(rt: Runtime, trusted: Trusted, has_skills: bool = False, view:
     it was.
     """
     allowed = set(trusted.submitted.allowed_effects)
-    names = [*trusted.profile.tools, *(activation.SKILL_TOOLS if has_skills else ())]
+    names = [*trusted.profile.tools, *(activation.SKILL_TOOLS if has_skills else ()), *mcp_tools(rt, trusted, view)]
     only = trusted.submitted.tools
     on_request = trusted.profile.on_request
     said = [b[0].text for _, _, b in view.transcript.messages] if view else [
@@ -144,6 +144,16 @@ def offered_tools(rt: Runtime, trusted: Trusted, has_skills: bool = False, view:
         and (only is None or name in only)
         and (name not in on_request or any(asked_for(name, on_request[name], goal.own_words(m), view) for m in said))
     ]
+
+
+def mcp_tools(rt: Runtime, trusted: Trusted, view: TaskView | None = None) -> list[str]:
+    """The MCP tools the task may be offered: those it pinned, once it has; before, those its profile's
+    allowlist names among the servers' tools (none where no server is configured or none is allowed)."""
+    if view is not None and view.mcp_pinned is not None:
+        return [t.name for t in view.mcp_pinned.tools]
+    if rt.mcp is None:
+        return []
+    return rt.mcp.allowed(trusted.profile.name, trusted.profile.mcp_tools)
 
 
 def build_request(

@@ -14,6 +14,7 @@ from typing import Any
 
 from runtime.agent import proposal
 from runtime.agent.context import Transcript
+from runtime.mcp import FACT_MCP_PINNED
 from runtime.skills.tools import FACT_ACTIVE_SKILLS
 from runtime.tools import FACT_ARTIFACT_REFS
 from store.events import (
@@ -21,6 +22,7 @@ from store.events import (
     ApprovalGranted,
     ApprovalRequested,
     FileChanged,
+    McpToolsPinned,
     ModelCalled,
     ProposalRejected,
     Recorded,
@@ -122,6 +124,7 @@ class TaskView:
     transcript: Transcript = field(default_factory=Transcript)
     summary: TaskSummary | None = None
     pinned: SkillCatalogPinned | None = None
+    mcp_pinned: McpToolsPinned | None = None
     active: dict[str, SkillActivated] = field(default_factory=dict)
     surveyed: bool = False
     artifact_refs: list[str] = field(default_factory=list)
@@ -159,6 +162,8 @@ class TaskView:
             self.pinned = e
         elif isinstance(e, WorkspaceSurveyed):
             self.surveyed = True
+        elif isinstance(e, McpToolsPinned) and self.mcp_pinned is None:
+            self.mcp_pinned = e
 
     # -- questions the loop asks -----------------------------------------------------------------
 
@@ -175,11 +180,15 @@ class TaskView:
     @property
     def facts(self) -> dict[str, Any]:
         """Trusted facts tools may check arguments against: the artifacts this task produced, the skills it
-        activated."""
-        return {
+        activated, the MCP tools it pinned."""
+        facts: dict[str, Any] = {
             FACT_ARTIFACT_REFS: tuple(self.artifact_refs),
             FACT_ACTIVE_SKILLS: {name: e.folder for name, e in self.active.items()},
         }
+        if self.mcp_pinned is not None:
+            # What each MCP tool was when the task started: a call of one its server changed since is refused.
+            facts[FACT_MCP_PINNED] = {t.name: t.sha256 for t in self.mcp_pinned.tools}
+        return facts
 
     @property
     def awaiting_approval(self) -> AwaitingApproval | None:

@@ -88,6 +88,8 @@ def _close(runtime: Runtime, watch: Watch) -> None:
     # Background jobs live as long as this process; the daemon is where they can outlive a turn.
     if runtime.jobs is not None:
         runtime.jobs.close()
+    if runtime.mcp is not None:
+        runtime.mcp.close()
 
 
 def _record(runtime: Runtime, task_id: str) -> None:

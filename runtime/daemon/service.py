@@ -120,6 +120,8 @@ async def run(
         # again from the log at the next start.
         tg.cancel_scope.cancel()
     await anyio.to_thread.run_sync(rt.jobs.close)
+    if rt.mcp is not None:
+        await anyio.to_thread.run_sync(rt.mcp.close)
     log.info("stopped")
 
 

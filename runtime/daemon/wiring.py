@@ -54,4 +54,16 @@ def open_runtime(settings: Settings, store: EventStore, model: Model | None = No
         record_limit=Limit(settings.record_max_files, settings.record_max_mb * 1024 * 1024),
     )
     delegation.bind(runtime)
+    if settings.mcp.servers:
+        # Last, so that an MCP tool named like any tool agentd has, plugin and skill tools included, is refused.
+        from runtime.mcp.gateway import Gateway
+
+        runtime.mcp = Gateway(
+            settings.mcp, log_dir=settings.data_dir / "logs", store=store, config_file=settings.origin("mcp")
+        )
+        try:
+            runtime.mcp.open(loaded.tools)
+        except BaseException:
+            runtime.mcp.close()
+            raise
     return runtime

@@ -1,5 +1,5 @@
 """MCP servers for the tests: the settings that start tests/helpers/mcp_server.py over stdio (or reach
-it over HTTP) and a gateway opened on them."""
+it over HTTP), a gateway opened on them, and a profile that offers their tools."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from runtime.agent.profiles import WORKSPACE, Profile
 from runtime.mcp.gateway import Gateway
 from runtime.mcp_settings import McpSettings
 from runtime.tools import ToolRegistry, builtin_registry
@@ -17,6 +18,9 @@ SERVER = REPO / "tests" / "helpers" / "mcp_server.py"
 # A value shaped like a real key, in the environment agentd is given under a secret-looking name.
 SECRET = "sk-test-4f9a2c7e1b"
 ENVIRON = {"PATH": "/usr/bin:/bin", "SUPPORT_API_KEY": SECRET}
+
+# The workspace agent plus every tool of the test server.
+MCP_PROFILE = WORKSPACE.model_copy(update={"name": "with-mcp", "mcp_tools": ("test/*",)})
 
 
 def stdio(*args: str, **terms: Any) -> dict[str, Any]:
@@ -42,4 +46,8 @@ def opened(
         gateway.close()
 
 
-__all__ = ["ENVIRON", "SECRET", "SERVER", "opened", "settings", "stdio"]
+def profiles(*extra: Profile) -> dict[str, Profile]:
+    return {p.name: p for p in (MCP_PROFILE, *extra)}
+
+
+__all__ = ["ENVIRON", "MCP_PROFILE", "SECRET", "SERVER", "opened", "profiles", "settings", "stdio"]
