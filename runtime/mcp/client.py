@@ -143,7 +143,9 @@ class Connections:
                 self.state[name] = "closed"
         except Exception as e:  # noqa: BLE001  a server that cannot start is down; agentd goes on without it
             self.state[name] = f"down: {_line(e)}"
-            log.warning("mcp.down", server=name, reason=self.state[name])
+            # Info, not a warning: the state is what `agentd mcp list` shows, and a command without a
+            # data folder would print a warning on stderr beside its own one line.
+            log.info("mcp.down", server=name, reason=self.state[name])
         finally:
             self._sessions.pop(name, None)
             _settle(ready)

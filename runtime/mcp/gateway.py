@@ -70,7 +70,7 @@ class Gateway:
                 why = self._unusable(entry)
                 if why is not None:
                     self.held[server][listed.name] = why
-                    log.warning("mcp.tool_held", server=server, tool=listed.name, reason=why)
+                    log.info("mcp.tool_held", server=server, tool=listed.name, reason=why)
                     continue
                 if entry.name in registry:
                     owner = self.tools[entry.name].server if entry.name in self.tools else None
