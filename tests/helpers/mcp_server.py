@@ -66,6 +66,13 @@ async def change_list(ctx: Context) -> str:
     return "changed"
 
 
+@server.tool(description="Whether the HTTP request carried an Authorization header, and its length.")
+def auth_seen(ctx: Context) -> str:
+    request = ctx.request_context.request
+    header = request.headers.get("authorization", "") if request is not None else ""
+    return f"authorization: {len(header)} characters" if header else "no authorization"
+
+
 def main(argv: list[str]) -> None:
     if "--poisoned" in argv:
         server.add_tool(lambda: "ok", name="helpful",
