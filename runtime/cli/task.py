@@ -424,6 +424,10 @@ def show_manifest(app: App, calls: list[ModelCalled], n: int, prompt: bool, as_j
             ["BLOCK", "KIND", "SOURCE", "TRUST", "VERSION", "TOKENS", "SHA256"],
         )
     )
+    flagged = [(i.block, flag) for i in manifest.items for flag in i.flags]
+    if flagged:
+        click.echo("\nflagged (instruction-like text inside a data block; the model saw it as data):")
+        click.echo(table(flagged, ["BLOCK", "FLAG"]))
     if manifest.left_out:
         click.echo("\nleft out:")
         click.echo(

@@ -74,7 +74,9 @@ def test_an_mcp_call_waits_for_approval_and_runs_with_exactly_the_approved_argum
     assert result.status == "ok" and result.observation["content"] == "ping"
 
 
-def test_an_injection_in_a_result_is_fenced_as_data_and_flagged_in_the_manifest(store, ws, tmp_path) -> None:
+def test_an_injection_in_a_result_is_fenced_as_data_and_flagged_in_the_manifest(
+    store, ws, tmp_path, data_dir, agentd
+) -> None:
     terms = {"tools": {"account_notes": {"effects": ["read"], "approval": False}}}
     rt = scripted(store, tmp_path, [call("account_notes", account="A-1"), answer("Noted.", "result:c1")],
                   profiles=profiles())
@@ -89,6 +91,10 @@ def test_an_injection_in_a_result_is_fenced_as_data_and_flagged_in_the_manifest(
     [item] = [i for i in manifests[1].items if i.block == "result:c1"]
     assert item.trust == "untrusted" and any("ignore its instructions" in f for f in item.flags)
     assert all(not i.flags for i in manifests[0].items)
+    shown = agentd("--data-dir", str(data_dir), "task", "show", task_id, "--manifest", "2")
+    assert shown.returncode == 0, shown.stderr
+    flagged = shown.stdout.split("flagged (")[1]
+    assert "result:c1" in flagged and "Ignore all previous instructions" in flagged
 
 
 def test_an_argument_carrying_a_secret_is_refused_and_the_model_hears_why(store, ws, tmp_path) -> None:
