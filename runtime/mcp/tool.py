@@ -24,6 +24,8 @@ ERRORS = {
     "invalid_result": "the server's result breaks the tool's pinned output schema",
 }
 
+EARLY_S = 0.25
+
 # A tool's call as the connection makes it: server, tool, arguments, timeout -> the SDK's CallToolResult.
 Caller = Callable[[str, str, dict[str, Any], float], Any]
 
@@ -125,7 +127,19 @@ class McpTool(Tool[BaseModel, result.McpResult]):
             )
 
     def run(self, ctx: ToolContext, args: BaseModel) -> result.McpResult:
-        answer = self._call(self.server, self.name, args.arguments, max(ctx.remaining() or self.entry.timeout_s, 0.1))
+        # The server's time runs out a little before the executor's, so the call is cancelled and the
+        # task reads this tool's own account of it rather than a worker abandoned mid-wait.
+        left = ctx.remaining()
+        budget = self.entry.timeout_s if left is None else max(left - EARLY_S, 0.1)
+        try:
+            answer = self._call(self.server, self.name, args.arguments, budget)
+        except ToolFailure as e:
+            if e.code != "timeout":
+                raise
+            raise ToolFailure(
+                "timeout", f"MCP server {self.server} did not answer {self.name} within {self.entry.timeout_s:g}s; "
+                "the call was cancelled"
+            ) from None
         text = result.text_of(list(answer.content or []))
         if answer.is_error:
             raise ToolFailure("tool_error", f"{self.server} answered with an error: {text or 'no text'}")
