@@ -182,3 +182,21 @@ def test_the_runtime_agentd_wires_offers_the_configured_servers_tools_and_refuse
         rt.mcp.close()
     with pytest.raises(ConfigError, match=r"mcp.servers.test \(from .*agentd.toml\).*'read_file'"):
         open_runtime(load_settings(config("--collide"), environ={}), store, model=ScriptedModel([]))
+
+
+def test_a_task_resumed_by_another_process_keeps_its_pinned_list_and_prefix(store, ws, tmp_path) -> None:
+    replies = [call("account_state", account="A-1"), answer("A-1 is active.", "result:c1")]
+    first = scripted(store, tmp_path / "first", replies[:1], profiles=profiles())
+    with opened(settings(test=stdio(**LOOKUP_READS)), first.tools, store=store) as g:
+        first.mcp = g
+        task_id = submit(store, ws, QUESTION, profile=MCP_PROFILE.name)
+        run(first, task_id, max_decisions=1)
+    second = scripted(store, tmp_path / "second", replies[1:], profiles=profiles())
+    with opened(settings(test=stdio(**LOOKUP_READS)), second.tools, store=store) as g:
+        second.mcp = g
+        assert run(second, task_id) == "completed"
+    assert len(events(store, task_id, McpToolsPinned)) == 1
+    [result] = events(store, task_id, ToolCallExecuted)
+    assert result.status == "ok"
+    before, after = (c.manifest for c in events(store, task_id, ModelCalled))
+    assert before.prefix_sha256 == after.prefix_sha256
