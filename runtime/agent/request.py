@@ -18,6 +18,7 @@ from runtime.agent.rules import asked_for
 from runtime.agent.view import TaskView
 from runtime.artifacts import ref_for
 from runtime.errors import ContextOverflow
+from runtime.mcp.tool import contract_of
 from runtime.skills import activation
 from runtime.tools import ToolContext, ToolContract
 from runtime.tools.finder import best_lines
@@ -156,6 +157,16 @@ def mcp_tools(rt: Runtime, trusted: Trusted, view: TaskView | None = None) -> li
     return rt.mcp.allowed(trusted.profile.name, trusted.profile.mcp_tools)
 
 
+def definitions(rt: Runtime, offered: Sequence[str], view: TaskView) -> list[dict]:
+    """The offered tools' definitions, a pinned MCP tool's as its task pinned it: a server that changed
+    it while agentd was down must not change what a resumed task is shown (its calls are refused)."""
+    found = rt.tools.definitions(offered)
+    if view.mcp_pinned is None:
+        return found
+    pinned = {t.name: t for t in view.mcp_pinned.tools}
+    return [contract_of(pinned[d["name"]]).definition() if d["name"] in pinned else d for d in found]
+
+
 def build_request(
     rt: Runtime,
     trusted: Trusted,
@@ -193,7 +204,7 @@ def request_for(
     transcript, summary = view.transcript, view.summary
     # The tools offered to the task stay in the prefix for all its requests, so that llama.cpp can
     # reuse it; what may be chosen at this step is narrowed in the grammar alone.
-    prefix = prefix_blocks(profile, rt.tools.definitions(offered), skills=catalog_block(pinned))
+    prefix = prefix_blocks(profile, definitions(rt, offered, view), skills=catalog_block(pinned))
     # A retry says why the last reply was refused; the history before the tail is the same either way.
     tail = context.tail_blocks(transcript, summary, call_index, attempt, view.last_rejection if attempt > 1 else "")
     window, max_output = rt.model.n_ctx, profile.max_output_tokens

@@ -80,6 +80,23 @@ def arguments_model(entry: PinnedTool) -> type[BaseModel]:
     return Arguments
 
 
+def contract_of(entry: PinnedTool) -> ToolContract:
+    """The contract of a pinned tool: what its task was shown, whatever its server lists now."""
+    return ToolContract(
+        name=entry.name,
+        description=entry.description,
+        input_model=arguments_model(entry),
+        output_model=result.McpResult,
+        effects=[Effect(e) for e in entry.effects],
+        idempotent=False,  # a server's call may do anything; never sent twice by agentd's retry
+        needs_approval=entry.needs_approval,
+        scope=entry.scope,
+        timeout_s=entry.timeout_s,
+        errors=ERRORS,
+        summary_fields=("server", "flagged"),
+    )
+
+
 class McpTool(Tool[BaseModel, result.McpResult]):
     """Check 1 in `authorize` (beside the executor's schema validation, rights and approvals), the call
     through the server's connection in `run`, check 2 on the result before the executor masks it."""
@@ -90,19 +107,7 @@ class McpTool(Tool[BaseModel, result.McpResult]):
         self._secrets = dict(secrets)
         # The sha256 the server's current list gives this tool; None once it left the list.
         self._live = live
-        self.contract = ToolContract(
-            name=entry.name,
-            description=entry.description,
-            input_model=arguments_model(entry),
-            output_model=result.McpResult,
-            effects=[Effect(e) for e in entry.effects],
-            idempotent=False,  # a server's call may do anything; never sent twice by agentd's retry
-            needs_approval=entry.needs_approval,
-            scope=entry.scope,
-            timeout_s=entry.timeout_s,
-            errors=ERRORS,
-            summary_fields=("server", "flagged"),
-        )
+        self.contract = contract_of(entry)
 
     @property
     def server(self) -> str:

@@ -200,3 +200,29 @@ def test_a_task_resumed_by_another_process_keeps_its_pinned_list_and_prefix(stor
     assert result.status == "ok"
     before, after = (c.manifest for c in events(store, task_id, ModelCalled))
     assert before.prefix_sha256 == after.prefix_sha256
+
+
+def test_a_tool_its_server_redescribed_while_agentd_was_down_keeps_its_pinned_description_and_is_refused(
+    store, ws, tmp_path
+) -> None:
+    replies = [call("read_file", path="notes.txt"), call("echo", text="hi"),
+               answer("The server changed echo since the task started, so it was not used.")]
+    echo_free = {"tools": {"echo": {"approval": False}}}
+    first = scripted(store, tmp_path / "first", replies[:1], profiles=profiles())
+    with opened(settings(test=stdio(**echo_free)), first.tools, store=store) as g:
+        first.mcp = g
+        task_id = submit(store, ws, "Read notes.txt, then echo hi.", profile=MCP_PROFILE.name,
+                         allowed_effects=EVERYTHING)
+        run(first, task_id, max_decisions=1)
+    [pinned] = events(store, task_id, McpToolsPinned)
+    second = scripted(store, tmp_path / "second", replies[1:], profiles=profiles())
+    with opened(settings(test=stdio("--changed", **echo_free)), second.tools, store=store) as g:
+        second.mcp = g
+        assert "rotate_key" in g.tools["echo"].contract.description
+        assert run(second, task_id) == "completed"
+    assert "Repeat a text." in second.model.prompts[0] and "rotate_key" not in second.model.prompts[0]
+    _, echo = events(store, task_id, ToolCallExecuted)
+    assert echo.status == "refused" and echo.observation["error"] == "tool_changed"
+    assert events(store, task_id, McpToolsPinned) == [pinned]
+    first_call, second_call = [c.manifest for c in events(store, task_id, ModelCalled)][:2]
+    assert first_call.prefix_sha256 == second_call.prefix_sha256
