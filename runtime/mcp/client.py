@@ -63,6 +63,7 @@ class Connections:
         self._sessions: dict[str, ClientSession] = {}
         self._closing: dict[str, asyncio.Event] = {}
         self._served: dict[str, asyncio.Future] = {}
+        self._relisting: set[asyncio.Future] = set()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="mcp", daemon=True)
         self._thread.start()
@@ -176,7 +177,10 @@ class Connections:
     def _handler(self, name: str):
         async def handle(message: Any) -> None:
             if isinstance(message, types.ToolListChangedNotification):
-                asyncio.ensure_future(self._relist(name))
+                # Held until done: the loop keeps only a weak reference to a task.
+                relisting = asyncio.ensure_future(self._relist(name))
+                self._relisting.add(relisting)
+                relisting.add_done_callback(self._relisting.discard)
             elif isinstance(message, Exception):
                 # The transport broke (the process died, the stream carried garbage): no call will get through.
                 self.state[name] = f"down: {_line(message)}"

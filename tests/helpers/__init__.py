@@ -4,7 +4,9 @@ test module.
 The helpers whose names say what they are on their own are importable from here. Those read in the
 context of their module are imported from it: `page` (the page over HTTP), `browser` (the page in
 chromium), `skill` (SKILL.md files), `prompt` (calls on the model itself), `store_contract` (what every
-store backend must do) and `model_server` (the scripted model endpoint, also run as a program)."""
+store backend must do), `model_server` (the scripted model endpoint, also run as a program),
+`mcp_server` (an MCP server written with the SDK, run as a program) and `mcp_servers` (settings and a
+gateway for it)."""
 
 from tests.helpers.case import lay_out_case, recorded_run
 from tests.helpers.cli import one_error_line, run_agentd, serve_refused
