@@ -22,6 +22,7 @@ from store.events import (
     FileRestored,
     JobFinished,
     JobStarted,
+    McpToolsPinned,
     ModelCalled,
     NoteTaken,
     NotificationsAdmitted,
@@ -116,6 +117,12 @@ def _catalog(e: SkillCatalogPinned) -> tuple[str, str, str | None]:
     return "skill", f"skill catalog pinned: {len(e.entries)} skill(s)", names or None
 
 
+def _mcp_pinned(e: McpToolsPinned) -> tuple[str, str, str | None]:
+    lines = [f"{t.server}/{t.name} {t.sha256[:12]} ({','.join(t.effects)}{', approval' if t.needs_approval else ''})"
+             for t in e.tools]
+    return "tool", f"MCP tools pinned: {len(e.tools)} tool(s)", "\n".join(lines) or None
+
+
 _DESCRIBE: dict[type, Callable[[Any], tuple[str, str, str | None]]] = {
     TaskSubmitted: lambda e: ("phase", f"submitted (profile {e.profile}, tenant {e.tenant})", e.goal),
     TaskPhaseChanged: lambda e: ("phase", f"phase: {e.phase.value}", e.reason or None),
@@ -151,6 +158,7 @@ _DESCRIBE: dict[type, Callable[[Any], tuple[str, str, str | None]]] = {
         e.error or f"the note-taker read {e.prompt_tokens} tokens and wrote {e.completion_tokens}",
     ),
     SkillCatalogPinned: _catalog,
+    McpToolsPinned: _mcp_pinned,
     SkillActivated: lambda e: (
         "skill", f"skill {e.name} activated by the {e.by} (sha256 {e.content_hash[:12]})", None
     ),

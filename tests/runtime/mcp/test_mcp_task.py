@@ -14,6 +14,7 @@ import pytest
 from notifications import queue
 from runtime.agent.decide import arguments_hash
 from runtime.agent.profiles import WORKSPACE
+from runtime.harness import timeline
 from store.events import (
     ApprovalGranted,
     ApprovalRequested,
@@ -55,6 +56,8 @@ def test_a_task_calls_an_mcp_tool_and_answers_from_its_fenced_result(store, ws, 
     assert 'source="tool:account_state"' in fence and 'trust="untrusted"' in fence
     assert "server: test" in fence and "active" in fence
     assert '"name":"account_state"' in rt.model.prompts[0].replace(" ", "")
+    [shown] = [e for e in timeline.entries(store.read_stream(task_id)) if e.title.startswith("MCP tools pinned")]
+    assert shown.detail == f"test/account_state {pinned.tools[0].sha256[:12]} (read)"
 
 
 def test_an_mcp_call_waits_for_approval_and_runs_with_exactly_the_approved_arguments(store, ws, tmp_path) -> None:
