@@ -72,7 +72,8 @@ def render(columns: list[tuple[str, dict[str, dict]]]) -> str:
     names = list(dict.fromkeys(g for _, t in columns for g in t if g != "all")) + ["all"]
     head = ["family"]
     for label, _ in columns:
-        head += [f"{label}: success", "confidently wrong", "of them nothing changed", "lost lines", "median s (success)"]
+        head += [f"{label}: success", "confidently wrong", "of them nothing changed", "lost lines",
+                 "median s (success)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for g in names:
         row = [f"**{g}**" if g == "all" else g]
