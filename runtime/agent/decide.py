@@ -167,11 +167,13 @@ def act(
     policy: Policy,
     unrecorded: str | None = None,
     confirm: Confirm | None = None,
+    screened: ToolOutcome | None = None,
 ) -> Decision:
     """Step 7's second half: what an accepted proposal comes to. `contract` is the called tool's;
     `unrecorded` says why what the call may change cannot be recorded, and `confirm` shows the change
     a task that confirms its changes would make: only a person may accept either (no skill's
-    pre-approval covers them)."""
+    pre-approval covers them). `screened` is the refusal of a call its checks refuse: it is refused
+    then and there, never put to a person."""
     if isinstance(action, proposal.FinalAnswer):
         # A conversation's answer is a turn: the task then waits for the person's next message.
         after = TaskPhase.WAITING_FOR_USER if view.submitted.event.conversation else TaskPhase.COMPLETED
@@ -189,6 +191,8 @@ def act(
     assert isinstance(action, proposal.CallTool) and contract is not None
     call_id = f"c{call_index}"
     proposed = ToolCallProposed(call_id=call_id, tool=action.tool, arguments=action.arguments, reason=action.why)
+    if screened is not None:
+        return Decision(events=(proposed, screened.executed(call_id)))
     if not contract.needs_approval and unrecorded is None and confirm is None:
         return Decision(events=(proposed,), effect=RunTool(proposed, approved=False))
     skill = activation.pre_approver(view.active, action.tool) if unrecorded is None and confirm is None else None

@@ -38,7 +38,9 @@ from runtime.agent.request import match_content, offered_tools, request_for, req
 from runtime.agent.view import TaskView
 from runtime.errors import ContextOverflow, InferenceError
 from runtime.skills import activation
-from runtime.tools import ToolContext, ToolContract, ToolOutcome, ToolRefused, execute, preview, recording, snapshot
+from runtime.tools import (
+    ToolContext, ToolContract, ToolOutcome, ToolRefused, execute, preview, recording, screen, snapshot,
+)
 from runtime.tools.workspace import survey
 from store.errors import AgentdError, ConcurrencyConflict
 from store.events import (
@@ -204,14 +206,16 @@ class _Runner:
         if action is None:
             raise Stop
         contract = self.rt.tools.get(action.tool).contract if isinstance(action, proposal.CallTool) else None
-        unrecorded = confirm = None
+        unrecorded = confirm = screened = None
         if contract is not None and isinstance(action, proposal.CallTool):
+            screened = await self._screen(trusted, action)
+        if screened is None and contract is not None and isinstance(action, proposal.CallTool):
             unrecorded = await self._unrecordable(trusted, contract, action.arguments)
             if trusted.submitted.confirm_changes or trusted.profile.confirm_changes:
                 confirm = await self._confirmation(trusted, action)
-        await self._carry_out(
-            trusted, decide.act(view, call_index, action, contract, self._policy(trusted), unrecorded, confirm)
-        )
+        await self._carry_out(trusted, decide.act(
+            view, call_index, action, contract, self._policy(trusted), unrecorded, confirm, screened
+        ))
 
     def _trusted(self) -> Trusted:
         first = self.view.submitted
@@ -531,6 +535,13 @@ class _Runner:
                 self.rt.remember(ctx, after)
             outcome = recording.shown(outcome, changed, self.rt.artifacts, note)
         await self._append(outcome.executed(proposed.call_id), *outcome.artifact_events, *changed)
+
+    async def _screen(self, trusted: Trusted, action: proposal.CallTool) -> ToolOutcome | None:
+        """The refusal of a call that its arguments or its tool's own checks refuse, before it may wait
+        for a person or be recorded; None for a call that may go on."""
+        tool = self.rt.tools.get(action.tool)
+        ctx = self._tool_context(trusted)
+        return await anyio.to_thread.run_sync(lambda: screen(tool, ctx, action.arguments))
 
     async def _confirmation(self, trusted: Trusted, action: proposal.CallTool) -> decide.Confirm | None:
         """For a task that confirms its changes: the change the call would make, shown before it is made

@@ -4,7 +4,7 @@ from runtime.tools.artifact import FACT_ARTIFACT_REFS, ReadArtifact
 from runtime.tools.builtin import builtin_registry, builtin_tools
 from runtime.tools.contract import Effect, Tool, ToolContext, ToolContract, ToolFailure, ToolRefused
 from runtime.tools.edits import AppendFile, EditFile
-from runtime.tools.executor import EXECUTOR_ERRORS, MASK_CHARS, ToolOutcome, execute
+from runtime.tools.executor import EXECUTOR_ERRORS, MASK_CHARS, ToolOutcome, execute, screen
 from runtime.tools.files import ListFiles, ReadFile, WriteFile
 from runtime.tools.registry import ToolRegistry
 from runtime.tools.shell import Shell, clean_environment
@@ -32,4 +32,5 @@ __all__ = [
     "builtin_tools",
     "clean_environment",
     "execute",
+    "screen",
 ]

@@ -117,10 +117,9 @@ def execute(
         refusal = ToolRefused("approval_required", f"{contract.name} needs a person's approval before it runs")
         return done(_Attempt("refused", failure=refusal), 0, [])
 
-    try:
-        tool.authorize(ctx, args)
-    except Exception as e:  # noqa: BLE001  any failure to authorize refuses; it must not run by accident
-        return done(_Attempt("refused", failure=_as_failure(e, tool, refused=True)), 0, [])
+    refused = _authorized(tool, ctx, args)
+    if refused is not None:
+        return done(refused, 0, [])
 
     events: list[Event] = []
     attempts = 0
@@ -133,6 +132,28 @@ def execute(
             return done(attempt, attempts, events)
         code = attempt.failure.code if attempt.failure else None
         log.info("tool.retry", tool=contract.name, status=attempt.status, error=code)
+
+
+def screen(tool: Tool, ctx: ToolContext, raw_args: Any) -> ToolOutcome | None:
+    """The checks no person's approval can lift, made before a call waits for one: its arguments against
+    the schema, and `authorize`. A call they refuse is refused at once (its outcome returned), so nobody
+    is asked to approve a call that could not run, nor shown arguments a check keeps from leaving (an
+    MCP call carrying a secret). None when the call may go on to its approval; `execute` checks again."""
+    started = time.monotonic()
+    try:
+        args = _parse(tool.contract.input_model, raw_args)
+    except ToolFailure as failure:
+        return _outcome(tool, ctx, _Attempt("invalid_arguments", failure=failure), 0, [], started, MASK_CHARS)
+    refused = _authorized(tool, ctx, args)
+    return None if refused is None else _outcome(tool, ctx, refused, 0, [], started, MASK_CHARS)
+
+
+def _authorized(tool: Tool, ctx: ToolContext, args: BaseModel) -> _Attempt | None:
+    try:
+        tool.authorize(ctx, args)
+    except Exception as e:  # noqa: BLE001  any failure to authorize refuses; it must not run by accident
+        return _Attempt("refused", failure=_as_failure(e, tool, refused=True))
+    return None
 
 
 def _transient(attempt: _Attempt) -> bool:

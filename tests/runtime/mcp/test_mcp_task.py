@@ -113,6 +113,19 @@ def test_an_argument_carrying_a_secret_is_refused_and_the_model_hears_why(store,
     assert "SUPPORT_API_KEY" in rt.model.prompts[1]
 
 
+def test_a_call_carrying_a_secret_is_refused_before_it_could_wait_for_approval(store, ws, tmp_path) -> None:
+    # echo keeps the default terms: it needs a person's approval. No person is shown the secret to judge.
+    rt = scripted(store, tmp_path, [call("echo", text=f"key {SECRET}"), answer("I may not send that.")],
+                  profiles=profiles())
+    with opened(settings(test=stdio()), rt.tools, store=store) as g:
+        rt.mcp = g
+        task_id = submit(store, ws, "Echo the key.", profile=MCP_PROFILE.name, allowed_effects=EVERYTHING)
+        assert run(rt, task_id) == "completed"
+    assert events(store, task_id, ApprovalRequested) == []
+    [result] = events(store, task_id, ToolCallExecuted)
+    assert result.status == "refused" and result.observation["error"] == "secret_in_arguments"
+
+
 def test_a_server_whose_list_changes_mid_task_reaches_it_as_one_notification_and_the_prefix_holds(
     store, ws, tmp_path
 ) -> None:
