@@ -39,7 +39,15 @@ from runtime.agent.view import TaskView
 from runtime.errors import ContextOverflow, InferenceError
 from runtime.skills import activation
 from runtime.tools import (
-    ToolContext, ToolContract, ToolOutcome, ToolRefused, execute, preview, recording, screen, snapshot,
+    ToolContext,
+    ToolContract,
+    ToolOutcome,
+    ToolRefused,
+    execute,
+    preview,
+    recording,
+    screen,
+    snapshot,
 )
 from runtime.tools.workspace import survey
 from store.errors import AgentdError, ConcurrencyConflict
