@@ -25,7 +25,10 @@ def mcp() -> None:
 
 def _servers(app: App, only: str | None = None) -> list[dict]:
     from runtime.cli.tool import _registry
+    from runtime.mcp import consent
     from runtime.mcp.gateway import Gateway
+    from store import log
+    from store.events import MCP_TOOLS_STREAM
 
     settings = app.settings()
     if only is not None and only not in settings.mcp.servers:
@@ -37,6 +40,10 @@ def _servers(app: App, only: str | None = None) -> list[dict]:
     )
     try:
         gateway.open(_registry(app))
+        if settings.database_url is not None or settings.db_path.is_file():
+            # A tool changed since its definition was accepted shows as held back; nothing is recorded here.
+            with app.reader().reading() as conn:
+                gateway.judge(consent.accepted(log.iter_records(conn, stream_id=MCP_TOOLS_STREAM)))
         return [row for row in gateway.servers() if only is None or row["server"] == only]
     finally:
         gateway.close()

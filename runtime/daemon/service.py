@@ -90,6 +90,7 @@ async def run(
             board=board,
             host=settings.host,
             artifacts=rt.artifacts,
+            mcp=rt.mcp,
         ),
         host=settings.host,
         port=settings.port,

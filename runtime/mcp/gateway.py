@@ -1,15 +1,18 @@
 """The gateway: the configured MCP servers' tools as agentd's tools, the allowlists that offer them,
 the list a task pins, and what a server's changed list becomes (one notification per task).
 
-Tools are registered once, from each server's list at start. A list that changes later never edits
-the registry, so no running task's stable prefix changes; the tasks that pinned that server's tools
-hear of it through the notification queue, and a call of a changed tool is refused (McpTool.authorize).
+Tools are registered from each server's list at start. A running task's requests show the tools it
+pinned, so no later list edits its stable prefix; the tasks that pinned a server's tools hear of a
+change through the notification queue, and a call of a changed tool is refused (McpTool.authorize).
+A tool listed otherwise than the definition agentd accepted (in the log: McpToolAccepted) is offered
+to no new task until a person consents to the change on the page (runtime/mcp/consent.py).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,8 +21,8 @@ import mcp_types as types
 
 from notifications.queue import enqueue, new_notification
 from runtime import logs
-from runtime.errors import ConfigError
-from runtime.mcp import result
+from runtime.errors import ConfigError, InvalidCommand, NotFound
+from runtime.mcp import consent, result
 from runtime.mcp.client import UP, Connections
 from runtime.mcp.secret import secrets_of
 from runtime.mcp.tool import McpTool, arguments_model, pinned
@@ -27,11 +30,13 @@ from runtime.mcp_settings import McpSettings
 from runtime.tools import ToolRegistry
 from runtime.tools.schema import inline_schema
 from store import EventStore
-from store.events import McpToolsPinned, PinnedTool, TaskPhase
+from store.events import MCP_TOOLS_STREAM, McpToolAccepted, McpToolsPinned, PinnedTool, TaskPhase
 
 log = logs.get_logger("agentd.mcp")
 
 _TOOL_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+# The parts of a pinned tool that come from agentd's config, not from its server.
+_TERMS = ("effects", "needs_approval", "scope", "timeout_s")
 
 
 class Gateway:
@@ -59,11 +64,17 @@ class Gateway:
         self.tools: dict[str, McpTool] = {}
         # Tools a server lists that agentd does not offer, and why: server -> tool -> reason.
         self.held: dict[str, dict[str, str]] = {name: {} for name in settings.servers}
+        # Registered tools listed otherwise than accepted, by name: offered again once a person consents.
+        self.changed: dict[str, consent.Changed] = {}
+        self._registry: ToolRegistry | None = None
+        # A server's new list arrives on the connections' thread, a consent on the page's.
+        self._lock = threading.Lock()
 
     def open(self, registry: ToolRegistry) -> None:
         """Connect, and register every usable tool of every server that is up. A tool named like one
         agentd already has is refused here, before any task could be offered the wrong one."""
         self.connections.start()
+        self._registry = registry
         for server in self.settings.servers:
             for listed in self.connections.tools.get(server, []):
                 entry = pinned(server, listed, self.settings.servers[server].terms(listed.name))
@@ -79,9 +90,35 @@ class Gateway:
                         f"mcp.servers.{server} (from {self._where}): its tool {entry.name!r} has the name of "
                         f"{other}; leave the server out or rename the tool on it"
                     )
-                tool = McpTool(entry, self.connections.call, self._secrets, self._live(server, entry.name))
+                tool = self._tool(entry)
                 registry.register(tool)
                 self.tools[entry.name] = tool
+        if self.store is not None:
+            first = self.judge(consent.accepted(self.store.read_stream(MCP_TOOLS_STREAM)))
+            if first:
+                self.store.append(MCP_TOOLS_STREAM, first, actor="agentd")
+
+    def judge(self, known: Mapping[tuple[str, str], PinnedTool]) -> list[McpToolAccepted]:
+        """Each listed tool against the definition accepted for it (`known`, from the log): one listed
+        otherwise is held back for a person, the registry keeping the accepted one. Returns the first
+        listings, to record as accepted (a command that only looks records nothing)."""
+        first = []
+        with self._lock:
+            for name, tool in sorted(self.tools.items()):
+                entry = tool.entry
+                before = known.get((tool.server, name))
+                if before is None:
+                    first.append(McpToolAccepted(tool=entry, by="agentd: the server's first listing"))
+                    continue
+                if before.sha256 == entry.sha256:
+                    continue
+                # What the config says of the tool now, whatever it said when the definition was accepted.
+                before = before.model_copy(update={k: getattr(entry, k) for k in _TERMS})
+                self._hold_changed(consent.Changed(before, entry))
+                self.tools[name] = self._tool(before)
+                if self._registry is not None:
+                    self._registry.replace(self.tools[name])
+        return first
 
     def close(self) -> None:
         self.connections.close()
@@ -91,10 +128,41 @@ class Gateway:
         `[mcp.profiles.NAME]`, each `SERVER/TOOL` or `SERVER/*`, sorted by name."""
         config = self.settings.profiles.get(profile)
         entries = [*listed, *(config.tools if config else ())]
+        with self._lock:
+            waiting = set(self.changed)
         return sorted(
             name for name, tool in self.tools.items()
-            if f"{tool.server}/{name}" in entries or f"{tool.server}/*" in entries
+            if name not in waiting and (f"{tool.server}/{name}" in entries or f"{tool.server}/*" in entries)
         )
+
+    def pending(self) -> list[consent.Changed]:
+        """The tools waiting for a person's consent to their changed definition, by server and name."""
+        with self._lock:
+            return sorted(self.changed.values(), key=lambda c: (c.server, c.name))
+
+    def consent(self, name: str, sha256: str, by: str) -> McpToolAccepted:
+        """A person's yes to the changed definition of tool `name` they were shown (`sha256`): recorded,
+        and offered to new tasks from now on. Refused if the server has listed yet another one since."""
+        with self._lock:
+            changed = self.changed.get(name)
+            if changed is None:
+                raise NotFound(f"no MCP tool called {name!r} waits for consent")
+            if changed.listed.sha256 != sha256:
+                raise InvalidCommand(
+                    f"{changed.server} changed {name} again since the page showed it; nothing was recorded: "
+                    "reload the page and judge the definition it lists now"
+                )
+            accepted = McpToolAccepted(tool=changed.listed, by=by)
+            if self.store is not None:
+                self.store.append(MCP_TOOLS_STREAM, [accepted], actor=by)
+            tool = self._tool(changed.listed)
+            if self._registry is not None:
+                self._registry.replace(tool)
+            self.tools[name] = tool
+            del self.changed[name]
+            self.held[changed.server].pop(name, None)
+        log.info("mcp.tool_consented", server=changed.server, tool=name, sha256=sha256, by=by)
+        return accepted
 
     def pin(self, names: Iterable[str]) -> McpToolsPinned | None:
         """The event fixing a task's MCP tools among `names` (the tools it is offered); None if it has none."""
@@ -117,6 +185,18 @@ class Gateway:
         return rows
 
     # -- internals -------------------------------------------------------------------------------
+
+    def _tool(self, entry: PinnedTool) -> McpTool:
+        return McpTool(entry, self.connections.call, self._secrets, self._live(entry.server, entry.name))
+
+    def _hold_changed(self, changed: consent.Changed) -> None:
+        """Callers hold the lock."""
+        self.changed[changed.name] = changed
+        self.held[changed.server][changed.name] = (
+            f"listed otherwise than accepted ({changed.accepted.sha256[:12]} -> {changed.listed.sha256[:12]}): "
+            "offered again once a person consents on the page"
+        )
+        log.warning("mcp.tool_changed", server=changed.server, tool=changed.name, sha256=changed.listed.sha256)
 
     def _unusable(self, entry: PinnedTool) -> str | None:
         if not _TOOL_NAME.fullmatch(entry.name):
@@ -150,8 +230,19 @@ class Gateway:
     def _list_changed(self, server: str, tools: list[types.Tool]) -> None:
         """A server's new list: tell each task that pinned its tools what changed, once per task."""
         terms = self.settings.servers[server].terms
-        now = {t.name: pinned(server, t, terms(t.name)).sha256 for t in tools}
+        entries = {t.name: pinned(server, t, terms(t.name)) for t in tools}
+        now = {name: entry.sha256 for name, entry in entries.items()}
         log.info("mcp.list_changed", server=server, tools=len(now))
+        with self._lock:
+            for name, tool in self.tools.items():
+                if tool.server != server or name not in entries:
+                    continue
+                if entries[name].sha256 == tool.entry.sha256:
+                    # Listed as accepted again: offered as before, and the consent asked for is moot.
+                    if self.changed.pop(name, None) is not None:
+                        self.held[server].pop(name, None)
+                else:
+                    self._hold_changed(consent.Changed(tool.entry, entries[name]))
         if self.store is None:
             return
         for task_id, started in self._pinned_by_running_tasks(server).items():

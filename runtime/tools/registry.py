@@ -25,6 +25,13 @@ class ToolRegistry:
             raise ToolFailure("duplicate_tool", f"a tool named {name!r} is already registered")
         self._tools[name] = tool
 
+    def replace(self, tool: Tool) -> None:
+        """Put `tool` where the tool of its name was (a definition that changed with a person's consent)."""
+        name = tool.contract.name
+        if name not in self._tools:
+            raise ToolFailure("unknown_tool", f"there is no tool named {name!r} to replace")
+        self._tools[name] = tool
+
     def names(self) -> list[str]:
         return sorted(self._tools)
 

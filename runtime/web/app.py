@@ -6,6 +6,7 @@ import urllib.parse
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from anyio import to_thread
 from starlette.applications import Starlette
@@ -27,6 +28,9 @@ from runtime.tools.changes import Kind
 from runtime.web import access, hosts, live, views as page_views
 from store import EventStore
 from store.events import event_types
+
+if TYPE_CHECKING:  # the MCP SDK is imported only where a server is configured
+    from runtime.mcp.gateway import Gateway
 
 HERE = Path(__file__).parent
 TEMPLATES = Jinja2Templates(directory=str(HERE / "templates"))
@@ -65,13 +69,15 @@ def create_app(
     board: Board | None = None,
     host: str = "127.0.0.1",
     artifacts: ArtifactStore | None = None,
+    mcp: Gateway | None = None,
 ) -> Starlette:
     """The page's ASGI app. `stopping` is polled by open change streams so a server shutdown ends them;
     `decided` is called after each decision recorded here (the daemon wakes its scheduler with it);
     `board` is what each task is doing now, shown on its page and sent down the change stream; `host`
     is the address it is served on, the one name besides loopback's that requests may carry; `artifacts`
-    holds the contents of the files tasks changed, for their diffs and Undo (without it, neither is offered)."""
-    page = _Page(store, model_name, token, tools, stopping, decided, board, artifacts)
+    holds the contents of the files tasks changed, for their diffs and Undo (without it, neither is offered);
+    `mcp` the MCP servers, whose changed tools wait on the approvals page for a person's consent."""
+    page = _Page(store, model_name, token, tools, stopping, decided, board, artifacts, mcp)
 
     async def healthz(request: Request) -> Response:
         # Anyone who can reach the port may ask whether agentd is up; which tasks run, its pid and its
@@ -89,6 +95,7 @@ def create_app(
             Route("/", guarded(page.approvals)),
             Route("/approvals", guarded(page.approvals)),
             Route("/approvals/{approval_id}", guarded(page.decide), methods=["POST"]),
+            Route("/mcp/tools/{name}/consent", guarded(page.consent), methods=["POST"]),
             Route("/tasks", guarded(page.tasks)),
             Route("/tasks/{task_id}", guarded(page.task)),
             Route("/tasks/{task_id}/say", guarded(page.say), methods=["POST"]),
@@ -123,8 +130,10 @@ class _Page:
         decided: Callable[[], None],
         board: Board | None,
         artifacts: ArtifactStore | None,
+        mcp: Gateway | None,
     ) -> None:
         self.store = store
+        self.mcp = mcp
         self.model_name = model_name
         self.token = token
         self.tools = tools
@@ -230,6 +239,10 @@ class _Page:
     async def approvals(self, request: Request) -> Response:
         done = request.query_params.get("done")
         context = await to_thread.run_sync(page_views.approvals_page, self.store, self.tools, done)
+        context["changed_tools"] = page_views.changed_tools(self.mcp.pending()) if self.mcp is not None else []
+        consented = request.query_params.get("consented")
+        if consented:
+            context["flash"] = f"{consented}'s new definition is offered to new tasks from now on."
         context["csrf"] = self._csrf(request)
         return self._render(request, "approvals.html", context, here="approvals")
 
@@ -254,6 +267,25 @@ class _Page:
             return await self._problem(request, 409, "Not decided", str(e))
         self.decided()
         return RedirectResponse(f"/approvals?done={urllib.parse.quote(approval_id)}", status_code=303)
+
+    async def consent(self, request: Request) -> Response:
+        """A person's yes to an MCP tool's changed definition, bound to the definition the page showed."""
+        name = request.path_params["name"]
+        form = await self._posted(request, "consent", back="/approvals")
+        if isinstance(form, Response):
+            return form
+        shown = form.get("sha256", "")
+        if self.mcp is None:
+            return await self._problem(request, 404, "No MCP servers", "This agentd has no MCP servers configured.")
+        if not shown:
+            return await self._problem(request, 400, "Bad form", "The form must carry the definition it showed.")
+        try:
+            await to_thread.run_sync(partial(self.mcp.consent, name, shown, by=self._by(request)))
+        except NotFound as e:
+            return await self._problem(request, 404, "Nothing to consent to", str(e))
+        except InvalidCommand as e:
+            return await self._problem(request, 409, "Not recorded", str(e))
+        return RedirectResponse(f"/approvals?consented={urllib.parse.quote(name)}", status_code=303)
 
     async def tasks(self, request: Request) -> Response:
         context = await to_thread.run_sync(page_views.tasks_page, self.store)

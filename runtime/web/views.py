@@ -20,6 +20,7 @@ from runtime.tools.changes import Kind
 from runtime.web import changes
 from store import EventStore, log, projections
 from store.events import (
+    MCP_TOOLS_STREAM,
     NOTIFICATIONS_STREAM,
     SCHEDULES_STREAM,
     AnswerGiven,
@@ -39,7 +40,7 @@ TASKS_SHOWN = 500
 RECENT_DECISIONS = 10
 PAYLOAD_CHARS = 2_000
 EVENTS_LIMIT_MAX = 500
-SYSTEM_STREAMS = frozenset({NOTIFICATIONS_STREAM, SCHEDULES_STREAM})
+SYSTEM_STREAMS = frozenset({NOTIFICATIONS_STREAM, SCHEDULES_STREAM, MCP_TOOLS_STREAM})
 
 
 # -- formatting shared by every page -------------------------------------------------------------
@@ -135,6 +136,15 @@ def approvals_page(store: EventStore, tools: ToolRegistry | None, done: str | No
                 flash = f"{a.approval_id} ({a.tool}) was {a.status} by {a.decided_by}."
         decided = recently_decided(conn, RECENT_DECISIONS)
         return {**frame(conn), "approvals": pending, "decided": decided, "flash": flash}
+
+
+def changed_tools(pending: list) -> list[dict[str, str]]:
+    """The MCP tools held back for a person's consent (runtime.mcp.consent.Changed), as the page shows them."""
+    return [
+        {"server": c.server, "name": c.name, "diff": c.diff(), "sha256": c.listed.sha256,
+         "accepted": c.accepted.sha256[:12], "listed": c.listed.sha256[:12]}
+        for c in pending
+    ]
 
 
 def _pending(conn: Connection, task_id: str, a: Approval, tools: ToolRegistry | None, now: datetime) -> Pending:

@@ -36,7 +36,7 @@ from store.events.call import (
     ToolCallProposed,
     ToolCallStarted,
 )
-from store.events.mcp import McpToolsPinned, PinnedTool
+from store.events.mcp import MCP_TOOLS_STREAM, McpToolAccepted, McpToolsPinned, PinnedTool
 from store.events.notification import (
     NOTIFICATIONS_STREAM,
     AdmittedNotification,
@@ -83,6 +83,8 @@ __all__ = [
     "JobFinished",
     "JobStarted",
     "MatchedLine",
+    "MCP_TOOLS_STREAM",
+    "McpToolAccepted",
     "McpToolsPinned",
     "ModelCalled",
     "NoteTaken",

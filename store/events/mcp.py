@@ -37,3 +37,16 @@ class McpToolsPinned(Event):
     """
 
     tools: tuple[PinnedTool, ...] = ()
+
+
+# Where the definitions agentd offers are kept: across restarts, a server's changed tool is told from a known one.
+MCP_TOOLS_STREAM = "mcp-tools"
+
+
+class McpToolAccepted(Event):
+    """A definition of an MCP tool that agentd offers from now on: the first one its server listed (the
+    server is in the config, so its first word is taken), or a changed one a person consented to after
+    seeing what changed. A server that lists anything else for the tool has it held back until then."""
+
+    tool: PinnedTool
+    by: str = Field(min_length=1)

@@ -61,3 +61,20 @@ def test_a_header_written_in_clear_is_a_bad_setting_exit_2(agentd, tmp_path: Pat
 
 def test_a_tool_named_like_agentds_own_is_refused_at_start_exit_2(agentd, tmp_path: Path) -> None:
     one_error_line(mcp(agentd, tmp_path, config(tmp_path, "--collide"), "list"), "'read_file'", code=2)
+
+
+def test_list_shows_a_tool_changed_since_it_was_accepted_as_held_back_and_records_nothing(
+    agentd, tmp_path: Path, store, data_dir: Path
+) -> None:
+    from store.events import MCP_TOOLS_STREAM
+    from tests.helpers.mcp_servers import opened, settings, stdio
+
+    with opened(settings(test=stdio()), store=store):
+        pass
+    recorded = len(store.read_stream(MCP_TOOLS_STREAM))
+    result = agentd("--config", str(config(tmp_path, "--changed")), "--data-dir", str(data_dir), "mcp", "list", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = {r["server"]: r for r in json.loads(result.stdout)}
+    [held] = rows["test"]["held"]
+    assert held["name"] == "echo" and "offered again once a person consents" in held["reason"]
+    assert len(store.read_stream(MCP_TOOLS_STREAM)) == recorded

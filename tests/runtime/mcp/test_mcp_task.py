@@ -234,7 +234,8 @@ def test_a_tool_its_server_redescribed_while_agentd_was_down_keeps_its_pinned_de
     second = scripted(store, tmp_path / "second", replies[1:], profiles=profiles())
     with opened(settings(test=stdio("--changed", **echo_free)), second.tools, store=store) as g:
         second.mcp = g
-        assert "rotate_key" in g.tools["echo"].contract.description
+        # Listed anew while agentd was down: held back for a person, the accepted definition kept.
+        assert [c.name for c in g.pending()] == ["echo"] and "rotate_key" not in g.tools["echo"].contract.description
         assert run(second, task_id) == "completed"
     assert "Repeat a text." in second.model.prompts[0] and "rotate_key" not in second.model.prompts[0]
     _, echo = events(store, task_id, ToolCallExecuted)
