@@ -126,6 +126,8 @@ def status(app: App, as_json: bool) -> None:
         "running_tasks": (health or {}).get("running_tasks", []),
         "model": (health or {}).get("model_state"),
         "python_sandbox": Sandbox().problem() or "ok",
+        "mcp": (health or {}).get("mcp") or [],
+        "mcp_configured": sorted(settings.mcp.servers),
     }
     if as_json:
         echo_json(report)
@@ -149,8 +151,26 @@ def status(app: App, as_json: bool) -> None:
         ("python tool", "available, in a bubblewrap sandbox, to profiles that offer it"
          if report["python_sandbox"] == "ok"
          else f"not offered: {report['python_sandbox']}"),
+        *_mcp_lines(report["mcp"], report["mcp_configured"], running=health is not None),
         *_model_lines(report["model"] or {}),
     ]))
+
+
+def _mcp_lines(servers: list[dict[str, Any]], configured: list[str], running: bool) -> list[tuple[str, str]]:
+    """The MCP servers as the running daemon holds them; without one, only which are configured."""
+    if not configured:
+        return []
+    if not running or not servers:
+        return [("mcp servers", f"{', '.join(configured)} configured (agentd mcp list starts and lists them)")]
+    lines = []
+    for s in servers:
+        parts = [f"{s['tools']} tools offered"]
+        if s["held"]:
+            parts.append(f"{s['held']} held back")
+        if s["waiting_consent"]:
+            parts.append(f"{s['waiting_consent']} changed, waiting for consent on the page")
+        lines.append((f"mcp {s['server']}", f"{s['state']}: {', '.join(parts)}"))
+    return lines
 
 
 def _model_lines(model: dict[str, Any]) -> list[tuple[str, str]]:

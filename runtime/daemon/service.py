@@ -79,6 +79,7 @@ async def run(
             "model_state": rt.model.stats(),
             "watcher": dataclasses.asdict(watcher.stats()),
             "pid": os.getpid(),
+            "mcp": rt.mcp.status() if rt.mcp is not None else [],
         }
 
     config = uvicorn.Config(

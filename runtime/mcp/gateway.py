@@ -184,6 +184,17 @@ class Gateway:
             })
         return rows
 
+    def status(self) -> list[dict[str, Any]]:
+        """Each server in a line's worth: its state, the tools offered, held back, and waiting for consent."""
+        waiting = {c.name for c in self.pending()}
+        return [
+            {"server": row["server"], "state": row["state"],
+             "tools": sum(t["name"] not in waiting for t in row["tools"]),
+             "held": len(row["held"]) - sum(h["name"] in waiting for h in row["held"]),
+             "waiting_consent": sum(t["name"] in waiting for t in row["tools"])}
+            for row in self.servers()
+        ]
+
     # -- internals -------------------------------------------------------------------------------
 
     def _tool(self, entry: PinnedTool) -> McpTool:

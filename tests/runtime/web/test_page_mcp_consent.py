@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser
 
-from tests.helpers import serving
+from tests.helpers import serving, wait_until
 from tests.helpers.browser import screenshot, signed_in
 from tests.helpers.mcp_servers import SERVER
 
@@ -37,8 +37,13 @@ def test_a_redescribed_tool_is_shown_as_a_diff_and_offered_again_once_a_person_c
             assert page.locator("article.changed-tool").count() == 0
     first = accepted(agentd, env)
     assert {e["by"] for e in first} == {"agentd: the server's first listing"}
+    stopped = agentd("status", env=env)
+    assert stopped.returncode == 0, stopped.stderr
+    assert "test configured (agentd mcp list starts and lists them)" in stopped.stdout
 
     with serving(agentd, tmp_path, [], extra_env=config(tmp_path, "--changed")) as (env, _):
+        status = wait_until(lambda: (out := agentd("status", env=env).stdout) and "mcp test" in out and out)
+        assert status and "up: " in status and "1 changed, waiting for consent on the page" in status, status
         with signed_in(browser, env) as (page, base):
             page.goto(f"{base}approvals")
             article = page.locator('article.changed-tool[id="mcp-echo"]')
