@@ -45,6 +45,22 @@ class Terms(BaseModel):
     timeout_s: float
 
 
+class EvidenceTerms(BaseModel):
+    """A server's resources and argument-free prompts as evidence: for which tenants, believed how far.
+
+    Read when the server starts, like its tool list; retrieved within the same scope and budget rules
+    as the knowledge folder's documents, and fenced as data like them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # Who may be shown it: tenant names, or "*" for every tenant. No default: a server's text is for
+    # nobody until the config says whom.
+    tenants: tuple[str, ...] = Field(min_length=1)
+    # As a knowledge document's front matter: policy 1.0, how-to 0.7, forum post 0.3. A server is
+    # someone else's text, so less than a policy unless the config says otherwise.
+    authority: float = Field(0.5, gt=0, le=1)
+
+
 class Server(ToolTerms):
     """One server: how to reach it, and the terms of its tools (`tools.NAME` overrides per tool)."""
 
@@ -54,6 +70,8 @@ class Server(ToolTerms):
     url: str | None = Field(None, pattern=r"^https?://")
     headers: dict[str, str] = Field(default_factory=dict)
     tools: dict[str, ToolTerms] = Field(default_factory=dict)
+    # Its resources and prompts as evidence (`[mcp.servers.NAME.evidence]`); none read without it.
+    evidence: EvidenceTerms | None = None
 
     @field_validator("headers")
     @classmethod
@@ -95,11 +113,13 @@ class Server(ToolTerms):
 
 
 class ProfileTools(BaseModel):
-    """MCP tools a profile's tasks may be offered, on top of those the profile itself lists."""
+    """MCP tools a profile's tasks may be offered, on top of those the profile itself lists, and the
+    servers whose resources and prompts its tasks may be shown as evidence."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     tools: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()
 
 
 class McpSettings(BaseModel):
@@ -125,6 +145,12 @@ class McpSettings(BaseModel):
                     raise ValueError(
                         f"profiles.{profile}.tools: {entry!r} must be SERVER/TOOL or SERVER/* "
                         "with a server of mcp.servers"
+                    )
+            for server in allowed.evidence:
+                if server not in self.servers or self.servers[server].evidence is None:
+                    raise ValueError(
+                        f"profiles.{profile}.evidence: {server!r} must be a server of mcp.servers with an "
+                        f"[mcp.servers.{server}.evidence] table"
                     )
         return self
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -19,6 +20,8 @@ if TYPE_CHECKING:  # the SDK is imported only where a server is configured
     from runtime.mcp.gateway import Gateway
 
 APPROVAL_TTL = timedelta(hours=24)
+# A cite is `<id>@<version>#<anchor>`: a resource's uri keeps neither sign, nor spaces, in its id.
+_REF_UNSAFE = re.compile(r"[@#\s]+")
 
 
 class JobHost(Protocol):
@@ -50,6 +53,7 @@ class Runtime:
     # The MCP servers whose tools are in `tools`, when any are configured.
     mcp: Gateway | None = None
     _sections: dict[Path, list[knowledge.Section]] = field(default_factory=dict)
+    _mcp_sections: dict[str, list[knowledge.Section]] = field(default_factory=dict)
     # The last whole-workspace snapshot per workspace: the next one reads only the files that changed.
     _snapshots: dict[Path, snapshot.Snapshot] = field(default_factory=dict)
 
@@ -61,11 +65,24 @@ class Runtime:
             self._snapshots[ctx.workspace] = taken
 
     def sections(self, profile: Profile) -> list[knowledge.Section]:
-        if profile.knowledge is None:
-            return []
-        if profile.knowledge not in self._sections:
-            self._sections[profile.knowledge] = knowledge.load_folder(profile.knowledge)
-        return self._sections[profile.knowledge]
+        """The evidence a profile's tasks may be shown: its knowledge folder's documents, then the MCP
+        servers' resources and prompts the config gives it."""
+        found: list[knowledge.Section] = []
+        if profile.knowledge is not None:
+            if profile.knowledge not in self._sections:
+                self._sections[profile.knowledge] = knowledge.load_folder(profile.knowledge)
+            found += self._sections[profile.knowledge]
+        if self.mcp is not None:
+            if profile.name not in self._mcp_sections:
+                self._mcp_sections[profile.name] = [
+                    s for doc, terms in self.mcp.evidence(profile.name)
+                    for s in knowledge.document_sections(
+                        f"mcp:{doc.server}:{_REF_UNSAFE.sub('-', doc.ref)}", doc.sha256[:12], doc.title, doc.text,
+                        frozenset(terms.tenants), terms.authority,
+                    )
+                ]
+            found += self._mcp_sections[profile.name]
+        return found
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,20 @@ def load_folder(folder: Path) -> list[Section]:
     return sections
 
 
+def document_sections(
+    doc_id: str, version: str, title: str, text: str, tenants: frozenset[str], authority: float
+) -> list[Section]:
+    """A document from elsewhere (an MCP server's resource or prompt) as candidates: one per `##`
+    section, or the whole text under its title when it has none."""
+    parts = _sections(text) or [(_anchor(title), title, text.strip())]
+    return [
+        Section(cite=f"{doc_id}@{version}#{anchor}", doc_id=doc_id, version=version, title=heading, text=body,
+                tenants=tenants, authority=authority, current=True)
+        for anchor, heading, body in parts
+        if body
+    ]
+
+
 def _parse(path: Path) -> dict:
     text = path.read_text(encoding="utf-8")
     meta: dict = {"id": path.stem, "version": "v1"}

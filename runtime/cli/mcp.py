@@ -75,7 +75,8 @@ def list_(app: App, as_json: bool) -> None:
 @json_option
 @pass_app
 def show(app: App, server: str, as_json: bool) -> None:
-    """One server: how it is reached, its state, every tool with its terms and description, and the tools held back."""
+    """One server: how it is reached, its state, every tool with its terms and description, the tools held back,
+    and the resources and prompts read as evidence."""
     [row] = _servers(app, server)
     if as_json:
         echo_json(row)
@@ -92,3 +93,7 @@ def show(app: App, server: str, as_json: bool) -> None:
     for h in row["held"]:
         click.echo()
         click.echo(f"held back  {h['name']}: {h['reason']}")
+    for d in row["evidence"]:
+        click.echo()
+        click.echo(f"evidence   {d['kind']} {d['ref']} ({d['title']}), sha256 {d['sha256'][:12]}, "
+                   f"{d['chars']:,} characters")

@@ -25,6 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from runtime import logs
+from runtime.mcp.document import Document, read_all
 from runtime.mcp_settings import McpSettings, Server
 from runtime.tools.contract import ToolFailure
 
@@ -60,6 +61,8 @@ class Connections:
         self._connect_timeout_s = connect_timeout_s
         self.state: dict[str, str] = {name: "not started" for name in settings.servers}
         self.tools: dict[str, list[types.Tool]] = {}
+        # The resources and prompts of the servers whose evidence the config asks for, read at start.
+        self.documents: dict[str, list[Document]] = {}
         self._sessions: dict[str, ClientSession] = {}
         self._closing: dict[str, asyncio.Event] = {}
         self._served: dict[str, asyncio.Future] = {}
@@ -136,6 +139,8 @@ class Connections:
                 with anyio.fail_after(self._connect_timeout_s):
                     await session.initialize()
                     self.tools[name] = await _list(session)
+                    if server.evidence is not None:
+                        self.documents[name] = await read_all(name, session)
                 self._sessions[name] = session
                 self.state[name] = UP
                 log.info("mcp.up", server=name, tools=len(self.tools[name]))

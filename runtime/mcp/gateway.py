@@ -24,9 +24,10 @@ from runtime import logs
 from runtime.errors import ConfigError, InvalidCommand, NotFound
 from runtime.mcp import consent, result
 from runtime.mcp.client import UP, Connections
+from runtime.mcp.document import Document
 from runtime.mcp.secret import secrets_of
 from runtime.mcp.tool import McpTool, arguments_model, pinned
-from runtime.mcp_settings import McpSettings
+from runtime.mcp_settings import EvidenceTerms, McpSettings
 from runtime.tools import ToolRegistry
 from runtime.tools.schema import inline_schema
 from store import EventStore
@@ -135,6 +136,17 @@ class Gateway:
             if name not in waiting and (f"{tool.server}/{name}" in entries or f"{tool.server}/*" in entries)
         )
 
+    def evidence(self, profile: str) -> list[tuple[Document, EvidenceTerms]]:
+        """The resources and prompts a profile's tasks may be shown as evidence, each with its server's
+        terms (tenants, authority): those of the servers the config's `[mcp.profiles.NAME] evidence` names."""
+        config = self.settings.profiles.get(profile)
+        servers = config.evidence if config else ()
+        return [
+            (doc, self.settings.servers[server].evidence)
+            for server in servers
+            for doc in self.connections.documents.get(server, [])
+        ]
+
     def pending(self) -> list[consent.Changed]:
         """The tools waiting for a person's consent to their changed definition, by server and name."""
         with self._lock:
@@ -181,6 +193,8 @@ class Gateway:
                 "state": self.connections.state.get(name, "unknown"),
                 "tools": tools,
                 "held": [{"name": n, "reason": r} for n, r in sorted(self.held[name].items())],
+                "evidence": [{"kind": d.kind, "ref": d.ref, "title": d.title, "sha256": d.sha256, "chars": len(d.text)}
+                             for d in self.connections.documents.get(name, [])],
             })
         return rows
 

@@ -67,6 +67,30 @@ async def change_list(ctx: Context) -> str:
     return "changed"
 
 
+# Evidence a server offers: a resource (two sections), a prompt that needs no argument, one that does.
+RUNBOOK = """## Revoked keys
+A key revoked by its owner answers 401 with code key_revoked. Rotate it: the old key never comes back.
+
+## Rate limits
+A key over its plan's rate answers 429 with retry_after; wait, then retry.
+"""
+
+
+@server.resource("notes://runbooks/api-keys", name="api-keys", title="API keys runbook", mime_type="text/markdown")
+def runbook() -> str:
+    return RUNBOOK
+
+
+@server.prompt(title="Triage", description="How to triage a support ticket.")
+def triage() -> str:
+    return "Triage a ticket by reading the customer's exact error code before anything else."
+
+
+@server.prompt(description="A greeting for one customer.")
+def greet(customer: str) -> str:
+    return f"Hello {customer}."
+
+
 @server.tool(description="Whether the HTTP request carried an Authorization header, and its length.")
 def auth_seen(ctx: Context) -> str:
     request = ctx.request_context.request

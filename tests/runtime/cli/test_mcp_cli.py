@@ -72,9 +72,18 @@ def test_list_shows_a_tool_changed_since_it_was_accepted_as_held_back_and_record
     with opened(settings(test=stdio()), store=store):
         pass
     recorded = len(store.read_stream(MCP_TOOLS_STREAM))
-    result = agentd("--config", str(config(tmp_path, "--changed")), "--data-dir", str(data_dir), "mcp", "list", "--json")
+    changed = config(tmp_path, "--changed")
+    result = agentd("--config", str(changed), "--data-dir", str(data_dir), "mcp", "list", "--json")
     assert result.returncode == 0, result.stderr
     rows = {r["server"]: r for r in json.loads(result.stdout)}
     [held] = rows["test"]["held"]
     assert held["name"] == "echo" and "offered again once a person consents" in held["reason"]
     assert len(store.read_stream(MCP_TOOLS_STREAM)) == recorded
+
+
+def test_show_lists_the_resources_and_prompts_read_as_evidence_with_their_hashes(agentd, tmp_path: Path) -> None:
+    path = config(tmp_path, extra='[mcp.servers.test.evidence]\ntenants = ["acme"]\n')
+    shown = mcp(agentd, tmp_path, path, "show", "test")
+    assert shown.returncode == 0, shown.stderr
+    assert "evidence   resource notes://runbooks/api-keys (API keys runbook), sha256 " in shown.stdout
+    assert "evidence   prompt prompt:triage (Triage)" in shown.stdout and "greet" not in shown.stdout
