@@ -9,7 +9,6 @@ import click
 from runtime.cli._app import App, json_option, pass_app
 from runtime.harness import approvals as deciding
 from runtime.output import echo_json, table
-from store.events import ApprovalRequested, ToolCallProposed
 
 
 @click.group()
@@ -23,11 +22,7 @@ def approvals() -> None:
 @pass_app
 def list_(app: App, show_all: bool, as_json: bool) -> None:
     """Pending approvals with the exact arguments of the call they would allow."""
-    store = app.store()
-    rows = []
-    for task_id, a in store.approvals(None if show_all else "pending"):
-        arguments, preview = _request(store, task_id, a.call_id, a.approval_id)
-        rows.append({"task_id": task_id, **a._asdict(), "arguments": arguments, "preview": preview})
+    rows = deciding.rows(app.store(), None if show_all else "pending")
     if as_json:
         echo_json(rows)
         return
@@ -41,18 +36,6 @@ def list_(app: App, show_all: bool, as_json: bool) -> None:
         if r["preview"]:
             # A task that confirms its changes: the person approves this diff, on these bytes.
             click.echo(f"\n{r['approval_id']} would change:\n{r['preview'].rstrip()}")
-
-
-def _request(store, task_id: str, call_id: str, approval_id: str) -> tuple[dict, str | None]:
-    """The arguments of the call an approval is for, and the change it would make, where it was shown."""
-    arguments: dict = {}
-    preview = None
-    for rec in store.read_stream(task_id):
-        if isinstance(rec.event, ToolCallProposed) and rec.event.call_id == call_id:
-            arguments = rec.event.arguments
-        elif isinstance(rec.event, ApprovalRequested) and rec.event.approval_id == approval_id:
-            preview = rec.event.preview
-    return arguments, preview
 
 
 @approvals.command()

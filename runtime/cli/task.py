@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from runtime.cli._app import App, json_option, pass_app, task_options
-from runtime.errors import InvalidCommand, NotFound
+from runtime.errors import NotFound
 from runtime.output import echo_json, fields_table, table
 
 if TYPE_CHECKING:
@@ -88,23 +88,17 @@ def submit(
 ) -> None:
     """Submit a task with GOAL; prints its id. `agentd serve` runs it, or `agentd task run ID`."""
     from runtime.agent import plugins
-    from runtime.harness.tasks import submit_task
-    from store import NO_STREAM
-    from store.ids import new_task_id
+    from runtime.harness.tasks import submit as submit_
 
     settings = app.settings(workspace=workspace)
-    known = plugins.load(settings.plugins).profiles
-    if profile not in known:
-        raise InvalidCommand(f"no profile {profile!r}; loaded profiles: {', '.join(sorted(known))}")
-    events = submit_task(
-        goal, settings.workspace, profile=profile, tenant=tenant, allowed_effects=("read", *allowed),
-        max_steps=max_steps, max_tokens=max_tokens, context=context, conversation=conversation,
-        policy=policy or known[profile].context_policy or settings.context_policy, confirm_changes=confirm_changes,
+    task_id, seq = submit_(
+        app.store(), goal, settings.workspace, profiles=plugins.load(settings.plugins).profiles,
+        default_policy=settings.context_policy, profile=profile, allowed=allowed, policy=policy, actor="cli",
+        tenant=tenant, max_steps=max_steps, max_tokens=max_tokens, context=context, conversation=conversation,
+        confirm_changes=confirm_changes,
     )
-    task_id = new_task_id()
-    records = app.store().append(task_id, events, expected_version=NO_STREAM, actor="cli")
     if as_json:
-        echo_json({"task_id": task_id, "seq": records[-1].seq})
+        echo_json({"task_id": task_id, "seq": seq})
         return
     click.echo(task_id)
     from runtime.cli._daemon import served, unserved

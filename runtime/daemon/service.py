@@ -23,6 +23,7 @@ from runtime.daemon.stop import StopRequest
 from runtime.harness.schedules import ScheduleRunner
 from runtime.skills.watcher import CatalogWatcher
 from runtime.web import access
+from runtime.web.api import Api
 from runtime.web.app import create_app
 
 log = logs.get_logger("agentd.daemon")
@@ -82,9 +83,14 @@ async def run(
             "mcp": rt.mcp.status() if rt.mcp is not None else [],
         }
 
+    token = access.page_token(settings.data_dir)
+    api = Api(
+        store, token, profiles=lambda: rt.profiles, workspace=settings.workspace.resolve(),
+        default_policy=settings.context_policy, stopping=lambda: server.should_exit, decided=scheduler.wake,
+    )
     config = uvicorn.Config(
         create_app(
-            store, rt.model.name, status, token=access.page_token(settings.data_dir), tools=rt.tools,
+            store, rt.model.name, status, token=token, tools=rt.tools,
             # `server` is bound below, before the page can take its first request.
             stopping=lambda: server.should_exit,
             decided=scheduler.wake,
@@ -92,6 +98,7 @@ async def run(
             host=settings.host,
             artifacts=rt.artifacts,
             mcp=rt.mcp,
+            api=api,
         ),
         host=settings.host,
         port=settings.port,

@@ -13,7 +13,7 @@ from notifications import queue
 from runtime.errors import InvalidCommand, NotFound
 from store import EventStore
 from store.errors import StoreError
-from store.events import ApprovalDenied, ApprovalGranted, Event
+from store.events import ApprovalDenied, ApprovalGranted, ApprovalRequested, Event, ToolCallProposed
 from store.state import Approval
 
 
@@ -78,3 +78,19 @@ def decide(
         payload={"approval_id": approval_id, "decision": decided},
     ), actor=by)
     return store.approval(approval_id)
+
+
+def rows(store: EventStore, status: str | None = "pending") -> list[dict]:
+    """Approvals (pending ones by default, every one with None) as `agentd approvals list --json` and the
+    HTTP API give them: the approval, its task, the exact arguments of the call and the change it would make."""
+    out = []
+    for task_id, a in store.approvals(status):
+        arguments: dict = {}
+        preview = None
+        for rec in store.read_stream(task_id):
+            if isinstance(rec.event, ToolCallProposed) and rec.event.call_id == a.call_id:
+                arguments = rec.event.arguments
+            elif isinstance(rec.event, ApprovalRequested) and rec.event.approval_id == a.approval_id:
+                preview = rec.event.preview
+        out.append({"task_id": task_id, **a._asdict(), "arguments": arguments, "preview": preview})
+    return out

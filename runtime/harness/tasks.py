@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from runtime.agent import policy as policy_
 from runtime.errors import InvalidCommand, NotFound
@@ -13,6 +13,7 @@ from store.events import ANSWERED, CLOSED, Event, Recorded, TaskPhase, TaskPhase
 from store.state import TaskState
 
 if TYPE_CHECKING:
+    from runtime.agent.profiles import Profile
     from store import EventStore
 
 
@@ -45,6 +46,35 @@ def submit_task(
             conversation=conversation, confirm_changes=confirm_changes, **limits,
         )
     ]
+
+
+def submit(
+    store: EventStore,
+    goal: str,
+    workspace: Path,
+    *,
+    profiles: Mapping[str, Profile],
+    default_policy: str,
+    profile: str = "workspace",
+    allowed: Sequence[str] = (),
+    policy: str | None = None,
+    actor: str,
+    **options: Any,
+) -> tuple[str, int]:
+    """Submit a task as the CLI and the HTTP API do: a profile that is loaded, its own context policy
+    unless one is given, `read` always allowed. Returns the new task's id and its first event's seq."""
+    from store import NO_STREAM
+    from store.ids import new_task_id
+
+    if profile not in profiles:
+        raise InvalidCommand(f"no profile {profile!r}; loaded profiles: {', '.join(sorted(profiles))}")
+    events = submit_task(
+        goal, workspace, profile=profile, allowed_effects=("read", *allowed),
+        policy=policy or profiles[profile].context_policy or default_policy, **options,
+    )
+    task_id = new_task_id()
+    records = store.append(task_id, events, expected_version=NO_STREAM, actor=actor)
+    return task_id, records[-1].seq
 
 
 def cancel_task(state: TaskState, reason: str = "cancelled by the operator") -> list[Event]:

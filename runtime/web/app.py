@@ -26,6 +26,7 @@ from runtime.harness import approvals as deciding, tasks as task_commands, undo
 from runtime.tools import ToolRegistry
 from runtime.tools.changes import Kind
 from runtime.web import access, hosts, live, views as page_views
+from runtime.web.api import Api
 from store import EventStore
 from store.events import event_types
 
@@ -70,13 +71,15 @@ def create_app(
     host: str = "127.0.0.1",
     artifacts: ArtifactStore | None = None,
     mcp: Gateway | None = None,
+    api: Api | None = None,
 ) -> Starlette:
     """The page's ASGI app. `stopping` is polled by open change streams so a server shutdown ends them;
     `decided` is called after each decision recorded here (the daemon wakes its scheduler with it);
     `board` is what each task is doing now, shown on its page and sent down the change stream; `host`
     is the address it is served on, the one name besides loopback's that requests may carry; `artifacts`
     holds the contents of the files tasks changed, for their diffs and Undo (without it, neither is offered);
-    `mcp` the MCP servers, whose changed tools wait on the approvals page for a person's consent."""
+    `mcp` the MCP servers, whose changed tools wait on the approvals page for a person's consent; `api`
+    the HTTP API under /api/v1/ (runtime/web/api.py)."""
     page = _Page(store, model_name, token, tools, stopping, decided, board, artifacts, mcp)
 
     async def healthz(request: Request) -> Response:
@@ -92,6 +95,7 @@ def create_app(
     guarded = page.guarded
     app = Starlette(
         routes=[
+            *(api.routes() if api is not None else []),
             Route("/", guarded(page.approvals)),
             Route("/approvals", guarded(page.approvals)),
             Route("/approvals/{approval_id}", guarded(page.decide), methods=["POST"]),

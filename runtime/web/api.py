@@ -1,0 +1,411 @@
+"""The HTTP API: what the CLI and the page do, as JSON under /api/v1/, for programs that drive agentd.
+
+Every request carries `Authorization: Bearer <page token>` (the token in the data folder that the page
+trades for a session cookie); nothing else opens it, and no cookie does: a browser never sends the
+header by itself, so a page on another site cannot act here. The page's Host check applies as well.
+The bodies are the CLI's `--json` output, made by the same functions, so a program can switch between
+the two; `GET /api/v1/openapi.json` describes every operation, written from the models used here.
+Events come as JSON, or as a server-sent stream that resumes after the seq in `Last-Event-ID`.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import AsyncIterator, Callable, Mapping
+from functools import partial
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+from anyio import to_thread
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from runtime.errors import AgentdError, InvalidCommand, NotFound
+from runtime.harness import approvals as deciding, tasks as task_commands
+from runtime.output import to_jsonable
+from store import EventStore, archive, log
+from store.state import TaskState, TaskSummary
+
+PREFIX = "/api/v1"
+# How often the event stream looks for new events, and how long it stays quiet before a comment keeps
+# proxies from closing it.
+POLL_S = 0.25
+PING_S = 15.0
+EVENTS_LIMIT_MAX = 1000
+# A request body is a goal or a message; anything larger is refused before it is parsed.
+BODY_MAX = 64 * 1024
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SubmitRequest(_Body):
+    """A task, as `agentd task submit` takes it."""
+
+    goal: str = Field(min_length=1, max_length=20_000)
+    workspace: str | None = Field(
+        None, description="An absolute folder on agentd's machine; the configured one if left out."
+    )
+    profile: str = "workspace"
+    tenant: str = Field("default", min_length=1)
+    allow: list[Literal["write", "external"]] = Field(default_factory=list, description="Effects allowed besides read.")
+    max_steps: int | None = Field(None, ge=1)
+    max_tokens: int | None = Field(None, ge=1)
+    policy: str | None = None
+    context: dict[str, str] = Field(default_factory=dict)
+    conversation: bool = False
+    confirm_changes: bool = False
+
+
+class Submitted(BaseModel):
+    task_id: str
+    seq: int
+
+
+class SayRequest(_Body):
+    text: str = Field(min_length=1, max_length=20_000)
+
+
+class CancelRequest(_Body):
+    reason: str = Field("cancelled through the API", min_length=1, max_length=2000)
+
+
+class DecisionRequest(_Body):
+    decision: Literal["approve", "deny"]
+    # The hash of the arguments the caller was shown (`arguments_hash` of the listed approval): a
+    # decision on other arguments is refused, as on the page.
+    arguments_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    reason: str = Field("", max_length=2000)
+    by: str = Field("api", min_length=1, max_length=200)
+
+
+class Problem(BaseModel):
+    error: str
+    message: str
+
+
+class Api:
+    """The API's handlers, sharing the store, the token, and what a submitted task defaults to."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        token: str,
+        *,
+        profiles: Callable[[], Mapping[str, Any]],
+        workspace: Path | None,
+        default_policy: str,
+        stopping: Callable[[], bool],
+        decided: Callable[[], None],
+    ) -> None:
+        self.store = store
+        self.token = token
+        self.profiles = profiles
+        self.workspace = workspace
+        self.default_policy = default_policy
+        self.stopping = stopping
+        self.decided = decided
+
+    def routes(self) -> list[Route]:
+        g = self._authorized
+        return [
+            Route(f"{PREFIX}/openapi.json", g(self.openapi)),
+            Route(f"{PREFIX}/tasks", g(self.list_tasks), methods=["GET"]),
+            Route(f"{PREFIX}/tasks", g(self.submit), methods=["POST"]),
+            Route(f"{PREFIX}/tasks/{{task_id}}", g(self.show_task), methods=["GET"]),
+            Route(f"{PREFIX}/tasks/{{task_id}}/say", g(self.say), methods=["POST"]),
+            Route(f"{PREFIX}/tasks/{{task_id}}/cancel", g(self.cancel), methods=["POST"]),
+            Route(f"{PREFIX}/approvals", g(self.list_approvals), methods=["GET"]),
+            Route(f"{PREFIX}/approvals/{{approval_id}}", g(self.decide), methods=["POST"]),
+            Route(f"{PREFIX}/events", g(self.events), methods=["GET"]),
+            Route(f"{PREFIX}/events/stream", g(self.stream), methods=["GET"]),
+        ]
+
+    # -- access and answers ------------------------------------------------------------------------
+
+    def _authorized(self, handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
+        async def endpoint(request: Request) -> Response:
+            scheme, _, offered = request.headers.get("authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(offered.strip().encode(), self.token.encode()):
+                return problem(
+                    401, "unauthorized", "send Authorization: Bearer <the page token of agentd's data folder>",
+                    headers={"WWW-Authenticate": 'Bearer realm="agentd"'},
+                )
+            try:
+                return await handler(request)
+            except NotFound as e:
+                return problem(404, "not_found", str(e))
+            except (InvalidCommand, AgentdError) as e:
+                return problem(409, "refused", str(e))
+
+        return endpoint
+
+    async def _body(self, request: Request, model: type[_Body]) -> _Body | Response:
+        if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+            return problem(415, "not_json", "the body must be JSON (Content-Type: application/json)")
+        raw = await request.body()
+        if len(raw) > BODY_MAX:
+            return problem(413, "too_large", f"the body is over {BODY_MAX} bytes")
+        try:
+            return model.model_validate_json(raw or b"{}")
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "body"
+            return problem(422, "invalid_body", f"{where}: {first['msg']}")
+
+    # -- tasks -------------------------------------------------------------------------------------
+
+    async def list_tasks(self, request: Request) -> Response:
+        from store.queries.tasks import summaries
+
+        phase = request.query_params.get("phase") or None
+
+        def read() -> list[TaskSummary]:
+            with self.store.reading() as conn:
+                return summaries(conn, phase=phase)
+
+        return answer(await to_thread.run_sync(read))
+
+    async def show_task(self, request: Request) -> Response:
+        task_id = request.path_params["task_id"]
+        state = await to_thread.run_sync(self.store.task, task_id)
+        if state is None:
+            raise NotFound(f"no task {task_id!r}")
+        return answer(state)
+
+    async def submit(self, request: Request) -> Response:
+        body = await self._body(request, SubmitRequest)
+        if isinstance(body, Response):
+            return body
+        assert isinstance(body, SubmitRequest)
+        workspace = Path(body.workspace) if body.workspace else self.workspace
+        if workspace is None or not workspace.is_absolute():
+            return problem(422, "invalid_body", "workspace: an absolute folder on agentd's machine is needed")
+        act = partial(
+            task_commands.submit, self.store, body.goal, workspace, profiles=self.profiles(),
+            default_policy=self.default_policy, profile=body.profile, allowed=tuple(body.allow), policy=body.policy,
+            actor="api", tenant=body.tenant, max_steps=body.max_steps, max_tokens=body.max_tokens,
+            context=body.context, conversation=body.conversation, confirm_changes=body.confirm_changes,
+        )
+        try:
+            task_id, seq = await to_thread.run_sync(act)
+        except InvalidCommand as e:
+            return problem(422, "invalid_body", str(e))
+        self.decided()
+        return answer(Submitted(task_id=task_id, seq=seq), status=201)
+
+    async def say(self, request: Request) -> Response:
+        body = await self._body(request, SayRequest)
+        if isinstance(body, Response):
+            return body
+        assert isinstance(body, SayRequest)
+        task_id = request.path_params["task_id"]
+        act = partial(task_commands.append_decided, self.store, task_id,
+                      lambda records: task_commands.say(records, body.text), actor="api")
+        records = await to_thread.run_sync(act)
+        self.decided()
+        return answer(Submitted(task_id=task_id, seq=records[0].seq))
+
+    async def cancel(self, request: Request) -> Response:
+        body = await self._body(request, CancelRequest)
+        if isinstance(body, Response):
+            return body
+        assert isinstance(body, CancelRequest)
+        task_id = request.path_params["task_id"]
+
+        def act() -> int:
+            state = self.store.task(task_id)
+            if state is None:
+                raise NotFound(f"no task {task_id!r}")
+            events = task_commands.cancel_task(state, body.reason)
+            return self.store.append(task_id, events, expected_version=state.summary.version, actor="api")[-1].seq
+
+        seq = await to_thread.run_sync(act)
+        return answer(Submitted(task_id=task_id, seq=seq))
+
+    # -- approvals ---------------------------------------------------------------------------------
+
+    async def list_approvals(self, request: Request) -> Response:
+        status = None if request.query_params.get("all") in ("1", "true") else "pending"
+        return answer(await to_thread.run_sync(deciding.rows, self.store, status))
+
+    async def decide(self, request: Request) -> Response:
+        body = await self._body(request, DecisionRequest)
+        if isinstance(body, Response):
+            return body
+        assert isinstance(body, DecisionRequest)
+        act = partial(deciding.decide, self.store, request.path_params["approval_id"],
+                      grant=body.decision == "approve", by=body.by, reason=body.reason,
+                      arguments_hash=body.arguments_hash)
+        task_id, approval = await to_thread.run_sync(act)
+        self.decided()
+        return answer({"task_id": task_id, **approval._asdict()})
+
+    # -- events ------------------------------------------------------------------------------------
+
+    async def events(self, request: Request) -> Response:
+        q = request.query_params
+        try:
+            after = _count(q.get("after"), 0)
+            limit = min(_count(q.get("limit"), 100) or 100, EVENTS_LIMIT_MAX)
+        except ValueError:
+            return problem(400, "bad_query", "after and limit must be whole numbers, 0 or more")
+        task = q.get("task") or None
+
+        def read() -> list[dict]:
+            with self.store.reading() as conn:
+                raws = log.iter_raw(conn, after=after, stream_id=task, types=(), limit=limit)
+                return [json.loads(archive.line_of(r)) for r in raws]
+
+        return answer(await to_thread.run_sync(read))
+
+    async def stream(self, request: Request) -> Response:
+        try:
+            after = _count(request.headers.get("last-event-id") or request.query_params.get("after"), 0)
+        except ValueError:
+            return problem(400, "bad_query", "Last-Event-ID and after must be a seq: a whole number, 0 or more")
+        task = request.query_params.get("task") or None
+        return StreamingResponse(self._events_since(after, task), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+    async def _events_since(self, after: int, task: str | None) -> AsyncIterator[str]:
+        """Each event after `after` (of one task, if given) as `id: SEQ`, `event: TYPE` and the JSON line of
+        `agentd events list --json`, then each new one as it is appended; a client that reconnects with the
+        last id it saw in Last-Event-ID misses none and gets none twice."""
+        seen = after
+        yield "retry: 2000\n\n"
+        quiet = 0.0
+        while not self.stopping():
+            def read(since: int = seen) -> list:
+                with self.store.reading() as conn:
+                    return list(log.iter_raw(conn, after=since, stream_id=task, types=(), limit=EVENTS_LIMIT_MAX))
+
+            raws = await to_thread.run_sync(read)
+            for r in raws:
+                yield f"id: {r.seq}\nevent: {r.type}\ndata: {archive.line_of(r)}\n\n"
+                seen = r.seq
+            if raws:
+                quiet = 0.0
+                continue
+            await anyio.sleep(POLL_S)
+            quiet += POLL_S
+            if quiet >= PING_S:
+                quiet = 0.0
+                yield ": ping\n\n"
+
+    # -- the description ---------------------------------------------------------------------------
+
+    async def openapi(self, request: Request) -> Response:
+        return JSONResponse(openapi_document())
+
+
+def problem(status: int, error: str, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(Problem(error=error, message=message).model_dump(), status_code=status, headers=headers)
+
+
+def answer(obj: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(to_jsonable(obj), status_code=status)
+
+
+def _count(value: str | None, default: int) -> int:
+    if value is None or value == "":
+        return default
+    if not value.isdigit():
+        raise ValueError(value)
+    return int(value)
+
+
+# -- OpenAPI -------------------------------------------------------------------------------------------
+
+_EVENT = {
+    "type": "object",
+    "description": "One event, as `agentd events list --json` and `events export` write it.",
+    "required": ["seq", "stream_id", "type", "payload"],
+    "properties": {
+        "seq": {"type": "integer"}, "stream_id": {"type": "string"}, "stream_version": {"type": "integer"},
+        "type": {"type": "string"}, "actor": {"type": ["string", "null"]}, "recorded_at": {"type": "string"},
+        "payload": {"type": "object"},
+    },
+}
+_APPROVAL = {"type": "object", "description": "An approval with its task, the exact arguments and the change shown.",
+             "required": ["approval_id", "task_id", "tool", "status", "arguments_hash", "arguments"]}
+
+
+def openapi_document() -> dict[str, Any]:
+    """OpenAPI 3.1 for /api/v1, its schemas written from the models the handlers validate and answer with."""
+    components: dict[str, Any] = {}
+
+    def ref(model: Any, name: str) -> dict[str, str]:
+        schema = TypeAdapter(model).json_schema(ref_template="#/components/schemas/{model}")
+        components.update(schema.pop("$defs", {}))
+        components[name] = schema
+        return {"$ref": f"#/components/schemas/{name}"}
+
+    def body(model: type[BaseModel]) -> dict[str, Any]:
+        return {"required": True, "content": {"application/json": {"schema": ref(model, model.__name__)}}}
+
+    def ok(schema: dict[str, Any], status: str = "200", what: str = "Done") -> dict[str, Any]:
+        return {status: {"description": what, "content": {"application/json": {"schema": schema}}}}
+
+    problem_ref = ref(Problem, "Problem")
+    problems = {str(s): {"description": d, "content": {"application/json": {"schema": problem_ref}}} for s, d in (
+        (401, "No or a wrong bearer token"), (404, "No such task or approval"),
+        (409, "Refused by the task's or the approval's state"), (415, "The body is not JSON"),
+        (422, "The body does not validate"))}
+    submitted = ref(Submitted, "Submitted")
+    task_id = [{"name": "task_id", "in": "path", "required": True, "schema": {"type": "string"}}]
+    paths = {
+        "/tasks": {
+            "get": {"operationId": "listTasks", "summary": "Tasks, oldest first",
+                    "parameters": [{"name": "phase", "in": "query", "schema": {"type": "string"}}],
+                    "responses": {**ok({"type": "array", "items": ref(TaskSummary, "TaskSummary")}), **problems}},
+            "post": {"operationId": "submitTask", "summary": "Submit a task", "requestBody": body(SubmitRequest),
+                     "responses": {**ok(submitted, "201", "Submitted"), **problems}},
+        },
+        "/tasks/{task_id}": {"get": {
+            "operationId": "showTask", "summary": "One task's state, actions, approvals and artifacts",
+            "parameters": task_id, "responses": {**ok(ref(TaskState, "TaskState")), **problems}}},
+        "/tasks/{task_id}/say": {"post": {
+            "operationId": "say", "summary": "A message from the user to a task", "parameters": task_id,
+            "requestBody": body(SayRequest), "responses": {**ok(submitted), **problems}}},
+        "/tasks/{task_id}/cancel": {"post": {
+            "operationId": "cancelTask", "summary": "Cancel a task that has not finished", "parameters": task_id,
+            "requestBody": body(CancelRequest), "responses": {**ok(submitted), **problems}}},
+        "/approvals": {"get": {
+            "operationId": "listApprovals", "summary": "Pending approvals (all with all=true)",
+            "parameters": [{"name": "all", "in": "query", "schema": {"type": "string", "enum": ["true", "false"]}}],
+            "responses": {**ok({"type": "array", "items": _APPROVAL}), **problems}}},
+        "/approvals/{approval_id}": {"post": {
+            "operationId": "decideApproval", "summary": "Approve or deny, for the arguments shown",
+            "parameters": [{"name": "approval_id", "in": "path", "required": True, "schema": {"type": "string"}}],
+            "requestBody": body(DecisionRequest), "responses": {**ok({"type": "object"}), **problems}}},
+        "/events": {"get": {
+            "operationId": "listEvents", "summary": "Events after a seq, oldest first",
+            "parameters": [{"name": n, "in": "query", "schema": s} for n, s in (
+                ("after", {"type": "integer", "minimum": 0}),
+                ("limit", {"type": "integer", "minimum": 0, "maximum": EVENTS_LIMIT_MAX}),
+                ("task", {"type": "string"}))],
+            "responses": {**ok({"type": "array", "items": _EVENT}), **problems}}},
+        "/events/stream": {"get": {
+            "operationId": "streamEvents",
+            "summary": "Server-sent events, resumed after the seq in Last-Event-ID",
+            "parameters": [{"name": "Last-Event-ID", "in": "header", "schema": {"type": "string"}},
+                           {"name": "task", "in": "query", "schema": {"type": "string"}}],
+            "responses": {"200": {"description": "text/event-stream: id is the seq, event the type, data the event",
+                                  "content": {"text/event-stream": {"schema": {"type": "string"}}}}, **problems}}},
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "agentd", "version": "1",
+                 "description": "Tasks, approvals and the event log of one agentd, as JSON."},
+        "servers": [{"url": PREFIX}],
+        "paths": paths,
+        "components": {"schemas": components,
+                       "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "security": [{"bearer": []}],
+    }
