@@ -20,6 +20,7 @@ _app: App | None = None
 # paragraph of its docstring, which `agentd --help` lists without importing the module;
 # tests/runtime/cli/test_cli_imports.py holds each one to its docstring.
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "api": ("runtime.cli.api", "api", "Tokens for programs that use the HTTP API (docs/api.md), one each, revocable."),
     "approvals": ("runtime.cli.approvals", "approvals", "List, approve and deny actions that wait for a person."),
     "db": ("runtime.cli.db", "db", "Migrate and check the database."),
     "eval": ("runtime.cli.eval", "eval_", "Run task sets as real tasks and report how often they succeed."),

@@ -1,10 +1,11 @@
 """The HTTP API: what the CLI and the page do, as JSON under /api/v1/, for programs that drive agentd.
 
-Every request carries `Authorization: Bearer <page token>` (the token in the data folder that the page
-trades for a session cookie); nothing else opens it, and no cookie does: a browser never sends the
-header by itself, so a page on another site cannot act here. The page's Host check applies as well.
-The bodies are the CLI's `--json` output, made by the same functions, so a program can switch between
-the two; `GET /api/v1/openapi.json` describes every operation, written from the models used here.
+Every request carries `Authorization: Bearer <token>`: a program's own token (`agentd api token
+create`, revocable; the log says which program acted) or the data folder's page token. No cookie
+opens it: a browser never sends the header by itself, so a page on another site cannot act here. The
+page's Host check applies as well. The bodies are the CLI's `--json` output, made by the same
+functions, so a program can switch between the two; `GET /api/v1/openapi.json` describes every
+operation, written from the models used here.
 Events come as JSON, or as a server-sent stream that resumes after the seq in `Last-Event-ID`.
 """
 
@@ -25,7 +26,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from runtime.errors import AgentdError, InvalidCommand, NotFound
-from runtime.harness import approvals as deciding, tasks as task_commands
+from runtime.harness import approvals as deciding, tasks as task_commands, tokens
 from runtime.output import to_jsonable
 from store import EventStore, archive, log
 from store.state import TaskState, TaskSummary
@@ -81,7 +82,8 @@ class DecisionRequest(_Body):
     # decision on other arguments is refused, as on the page.
     arguments_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
     reason: str = Field("", max_length=2000)
-    by: str = Field("api", min_length=1, max_length=200)
+    # Who decided, as the log will say; the caller's token name when left out.
+    by: str | None = Field(None, min_length=1, max_length=200)
 
 
 class Problem(BaseModel):
@@ -131,11 +133,13 @@ class Api:
     def _authorized(self, handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:
             scheme, _, offered = request.headers.get("authorization", "").partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(offered.strip().encode(), self.token.encode()):
+            caller = await self._caller(offered.strip()) if scheme.lower() == "bearer" else None
+            if caller is None:
                 return problem(
-                    401, "unauthorized", "send Authorization: Bearer <the page token of agentd's data folder>",
-                    headers={"WWW-Authenticate": 'Bearer realm="agentd"'},
+                    401, "unauthorized", "send Authorization: Bearer <a token of `agentd api token create`, "
+                    "or the data folder's page token>", headers={"WWW-Authenticate": 'Bearer realm="agentd"'},
                 )
+            request.state.caller = caller
             try:
                 return await handler(request)
             except NotFound as e:
@@ -144,6 +148,16 @@ class Api:
                 return problem(409, "refused", str(e))
 
         return endpoint
+
+    async def _caller(self, offered: str) -> str | None:
+        """Who a bearer token says the caller is: `api:NAME` for a live token of its own, `api` for the
+        page token; None for anything else."""
+        if not offered.isascii():
+            return None
+        if hmac.compare_digest(offered.encode(), self.token.encode()):
+            return "api"
+        name = await to_thread.run_sync(tokens.holder, self.store, offered)
+        return None if name is None else f"api:{name}"
 
     async def _body(self, request: Request, model: type[_Body]) -> _Body | Response:
         if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
@@ -189,7 +203,7 @@ class Api:
         act = partial(
             task_commands.submit, self.store, body.goal, workspace, profiles=self.profiles(),
             default_policy=self.default_policy, profile=body.profile, allowed=tuple(body.allow), policy=body.policy,
-            actor="api", tenant=body.tenant, max_steps=body.max_steps, max_tokens=body.max_tokens,
+            actor=request.state.caller, tenant=body.tenant, max_steps=body.max_steps, max_tokens=body.max_tokens,
             context=body.context, conversation=body.conversation, confirm_changes=body.confirm_changes,
         )
         try:
@@ -206,7 +220,7 @@ class Api:
         assert isinstance(body, SayRequest)
         task_id = request.path_params["task_id"]
         act = partial(task_commands.append_decided, self.store, task_id,
-                      lambda records: task_commands.say(records, body.text), actor="api")
+                      lambda records: task_commands.say(records, body.text), actor=request.state.caller)
         records = await to_thread.run_sync(act)
         self.decided()
         return answer(Submitted(task_id=task_id, seq=records[0].seq))
@@ -223,7 +237,9 @@ class Api:
             if state is None:
                 raise NotFound(f"no task {task_id!r}")
             events = task_commands.cancel_task(state, body.reason)
-            return self.store.append(task_id, events, expected_version=state.summary.version, actor="api")[-1].seq
+            return self.store.append(
+                task_id, events, expected_version=state.summary.version, actor=request.state.caller
+            )[-1].seq
 
         seq = await to_thread.run_sync(act)
         return answer(Submitted(task_id=task_id, seq=seq))
@@ -240,7 +256,7 @@ class Api:
             return body
         assert isinstance(body, DecisionRequest)
         act = partial(deciding.decide, self.store, request.path_params["approval_id"],
-                      grant=body.decision == "approve", by=body.by, reason=body.reason,
+                      grant=body.decision == "approve", by=body.by or request.state.caller, reason=body.reason,
                       arguments_hash=body.arguments_hash)
         task_id, approval = await to_thread.run_sync(act)
         self.decided()

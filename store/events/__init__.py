@@ -53,6 +53,7 @@ from store.events.schedule import (
 )
 from store.events.skill import CatalogEntry, SkillActivated, SkillActivationFailed, SkillCatalogPinned
 from store.events.task import ANSWERED, CLOSED, RunInterrupted, TaskPhase, TaskPhaseChanged, TaskSubmitted, UserSaid
+from store.events.token import API_TOKENS_STREAM, ApiTokenCreated, ApiTokenRevoked
 
 __all__ = [
     "ANSWERED",
@@ -83,6 +84,9 @@ __all__ = [
     "JobFinished",
     "JobStarted",
     "MatchedLine",
+    "API_TOKENS_STREAM",
+    "ApiTokenCreated",
+    "ApiTokenRevoked",
     "MCP_TOOLS_STREAM",
     "McpToolAccepted",
     "McpToolsPinned",

@@ -141,3 +141,31 @@ def test_the_openapi_document_describes_every_route_with_the_handlers_models(age
     schemas = doc["components"]["schemas"]
     assert schemas["SubmitRequest"]["required"] == ["goal"]
     assert set(schemas["TaskState"]["properties"]) >= {"summary", "actions", "approvals", "artifacts"}
+
+
+@pytest.mark.slow
+def test_a_programs_own_token_opens_the_api_names_it_in_the_log_and_opens_nothing_once_revoked(
+    agentd, tmp_path: Path
+) -> None:
+    with serving(agentd, tmp_path, [{"action": "final_answer", "answer": "hi", "sources": []}]) as (env, _):
+        page_of(env)  # serve has made its data folder
+        made = agentd("api", "token", "create", "--name", "ci", env=env)
+        assert made.returncode == 0, made.stderr
+        token = made.stdout.strip()
+        assert token.startswith("agentd_") and len(token) > 40
+        status, submitted = call(env, "POST", "/tasks", {"goal": "Say hi", "workspace": str(tmp_path / "ws")},
+                                 token=token)
+        assert status == 201, submitted
+        [first] = call(env, "GET", f"/events?task={submitted['task_id']}&limit=1", token=token)[1]
+        assert first["actor"] == "api:ci"
+        again = agentd("api", "token", "create", "--name", "ci", env=env)
+        assert again.returncode != 0 and again.stderr.count("\n") == 1 and "exists; revoke it first" in again.stderr
+        bad = agentd("api", "token", "create", "--name", "Not A Name", env=env)
+        assert bad.returncode != 0 and bad.stderr.count("\n") == 1 and "token name 'Not A Name'" in bad.stderr
+        revoked = agentd("api", "token", "revoke", "ci", env=env)
+        assert revoked.returncode == 0, revoked.stderr
+        assert call(env, "GET", "/tasks", token=token)[0] == 401
+        listed = json.loads(agentd("api", "token", "list", "--json", env=env).stdout)
+        assert [(t["name"], t["revoked_at"] is not None) for t in listed] == [("ci", True)]
+        exported = agentd("events", "list", "--type", "ApiTokenCreated", "--json", env=env).stdout
+        assert token not in exported and token.removeprefix("agentd_") not in exported, "only the hash is kept"
