@@ -28,7 +28,7 @@ from runtime.tools.files import read_regular
 from store import EventStore
 from store.errors import ConcurrencyConflict
 from store.events import FileRestored, Recorded, Restore, RestoreFinished, RestoreStarted, TaskPhase
-from store.state import TaskSummary, fold
+from store.state import TaskSummary
 
 log = logs.get_logger("agentd.undo")
 
@@ -54,7 +54,10 @@ def load(store: EventStore, task_id: str) -> tuple[list[Recorded], TaskSummary]:
     records = store.read_stream(task_id)
     if not records:
         raise NotFound(f"no task {task_id!r}")
-    state = fold(records)[task_id]
+    # Folded with the notifications it was sent, as of its last event: a task that admitted one (an
+    # approval decided, a file changed) cannot be folded from its own stream alone.
+    state = store.task_at(task_id, records[-1].seq)
+    assert state is not None
     return records, state.summary
 
 

@@ -92,6 +92,29 @@ def test_an_edit_that_replaced_an_item_is_shown_in_the_diff_and_undone_to_the_ex
     assert (todo_workspace / "todo.txt").read_bytes() == TODO
 
 
+def test_a_task_that_took_in_a_notification_is_undone_like_any_other(store, data_dir, todo_workspace, agentd) -> None:
+    # An approval decided, a file saved, a job done: each reaches the task as a notification it admits,
+    # and undo folds the task with the notifications it was sent.
+    from notifications.queue import enqueue, new_notification
+    from store.events import NotificationsAdmitted
+
+    rt = scripted_runtime(store, data_dir, [
+        call("read_file", path="todo.txt"),
+        call("write_file", path="todo.txt", content="- water the plants\n"),
+        answer("todo.txt now holds one line."),
+    ])
+    task_id = submit(store, todo_workspace, PUT, allowed_effects=("read", "write"))
+    run(rt, task_id, max_decisions=1)
+    enqueue(store, new_notification(source="operator", kind="note", tasks=[task_id], text="The build finished."))
+    run(rt, task_id)
+    assert events(store, task_id, NotificationsAdmitted), "the notification was taken in"
+    assert (todo_workspace / "todo.txt").read_bytes() == b"- water the plants\n"
+
+    undone = agentd("task", "undo", task_id)
+    assert undone.returncode == 0, undone.stderr
+    assert (todo_workspace / "todo.txt").read_bytes() == TODO
+
+
 def test_an_append_followed_by_an_edit_over_an_item_is_undone_whole(store, data_dir, todo_workspace, agentd) -> None:
     task_id = todo_task(store, data_dir, todo_workspace, [
         call("read_file", path="todo.txt"),
