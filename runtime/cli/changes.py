@@ -16,50 +16,20 @@ from runtime.output import echo_json
 @pass_app
 def diff(app: App, task_id: str, only: str | None, as_json: bool) -> None:
     """The unified diff of every change the task made to its workspace, file by file, in the order made."""
-    from runtime.artifacts import REF_PREFIX, ArtifactStore
-    from runtime.errors import InvalidCommand, NotFound
-    from runtime.tools import changes, diff as diff_
-    from store.events import FileChanged, FileRestored
+    from runtime.artifacts import ArtifactStore
+    from runtime.harness.task_diff import task_diff
 
-    records = app.store().read_stream(task_id)
-    if not records:
-        raise NotFound(f"no task {task_id!r}")
-    folded = changes.fold(records)
-    if only is not None and only not in folded.files:
-        raise InvalidCommand(f"the task did not change {only}")
     artifacts = ArtifactStore(app.settings().artifacts_dir)
-    load = lambda digest: artifacts.get(REF_PREFIX + digest)  # noqa: E731
-    shown = []
-    for rec in sorted((r for h in folded.files.values() for r in h.changes), key=lambda r: r.seq):
-        e = rec.event
-        if only is not None and e.path != only:
-            continue
-        if isinstance(e, FileChanged):
-            before, after = e.before_sha256, e.after_sha256
-            by = f"{e.call_id} {folded.tools.get(e.call_id, '?')}"
-        else:
-            assert isinstance(e, FileRestored)
-            before, after = e.from_sha256, e.to_sha256
-            by = f"{e.kind} {e.restore_id} by {rec.actor}"
-        try:
-            d = diff_.file_diff(e.path, *(None if digest is None else load(digest) for digest in (before, after)))
-        except NotFound:
-            # An imported log carries the events, not the artifact store: the change is known, its text is not.
-            kind = "created" if before is None else "deleted" if after is None else "changed"
-            d = diff_.FileDiff(e.path, kind, "(its contents are not in this data folder's artifact store)\n", 0, 0)
-        shown.append((rec, by, d))
+    shown = task_diff(task_id, app.store().read_stream(task_id), artifacts, only)
     if as_json:
-        echo_json([
-            {"seq": rec.seq, "by": by, "path": d.path, "kind": d.kind, "added": d.added, "removed": d.removed,
-             "binary": d.binary, "diff": d.text}
-            for rec, by, d in shown
-        ])
+        echo_json([s.as_json() for s in shown])
         return
     if not shown:
         click.echo("(no changes)")
         return
-    for rec, by, d in shown:
-        click.echo(f"# event {rec.seq}, {by}: {d.path} {d.kind} (+{d.added} -{d.removed})")
+    for s in shown:
+        d = s.diff
+        click.echo(f"# event {s.seq}, {s.by}: {d.path} {d.kind} (+{d.added} -{d.removed})")
         click.echo(d.text, nl=False)
 
 
@@ -79,11 +49,9 @@ def _restore_command(kind: str):
         )
         lines = undo.describe(outcome)
         if as_json:
-            echo_json({
-                "task_id": task_id, "kind": kind, "dry_run": dry_run, "restore_id": outcome.restore_id,
-                "files": [r.model_dump() for r in outcome.restores], "finished_first": list(outcome.finished_first),
-                "skipped": list(outcome.skipped),
-            })
+            from runtime.harness.task_diff import restore_json
+
+            echo_json(restore_json(task_id, kind, dry_run, outcome))
             return
         if outcome.finished_first:
             click.echo(f"finished an interrupted undo or redo first: {', '.join(outcome.finished_first)}")

@@ -87,6 +87,7 @@ async def run(
     api = Api(
         store, token, profiles=lambda: rt.profiles, workspace=settings.workspace.resolve(),
         default_policy=settings.context_policy, stopping=lambda: server.should_exit, decided=scheduler.wake,
+        artifacts=rt.artifacts,
     )
     config = uvicorn.Config(
         create_app(

@@ -25,8 +25,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from runtime.artifacts import ArtifactStore
 from runtime.errors import AgentdError, InvalidCommand, NotFound
-from runtime.harness import approvals as deciding, tasks as task_commands, tokens
+from runtime.harness import approvals as deciding, tasks as task_commands, tokens, undo
+from runtime.harness.task_diff import restore_json, task_diff
 from runtime.output import to_jsonable
 from store import EventStore, archive, log
 from store.state import TaskState, TaskSummary
@@ -86,6 +88,13 @@ class DecisionRequest(_Body):
     by: str | None = Field(None, min_length=1, max_length=200)
 
 
+class RestoreRequest(_Body):
+    """An undo or a redo, as `agentd task undo` takes it."""
+
+    path: str | None = Field(None, min_length=1, description="Only this file's changes.")
+    dry_run: bool = False
+
+
 class Problem(BaseModel):
     error: str
     message: str
@@ -104,8 +113,10 @@ class Api:
         default_policy: str,
         stopping: Callable[[], bool],
         decided: Callable[[], None],
+        artifacts: ArtifactStore | None = None,
     ) -> None:
         self.store = store
+        self.artifacts = artifacts
         self.token = token
         self.profiles = profiles
         self.workspace = workspace
@@ -122,6 +133,9 @@ class Api:
             Route(f"{PREFIX}/tasks/{{task_id}}", g(self.show_task), methods=["GET"]),
             Route(f"{PREFIX}/tasks/{{task_id}}/say", g(self.say), methods=["POST"]),
             Route(f"{PREFIX}/tasks/{{task_id}}/cancel", g(self.cancel), methods=["POST"]),
+            Route(f"{PREFIX}/tasks/{{task_id}}/diff", g(self.diff), methods=["GET"]),
+            Route(f"{PREFIX}/tasks/{{task_id}}/undo", g(partial(self.restore, "undo")), methods=["POST"]),
+            Route(f"{PREFIX}/tasks/{{task_id}}/redo", g(partial(self.restore, "redo")), methods=["POST"]),
             Route(f"{PREFIX}/approvals", g(self.list_approvals), methods=["GET"]),
             Route(f"{PREFIX}/approvals/{{approval_id}}", g(self.decide), methods=["POST"]),
             Route(f"{PREFIX}/events", g(self.events), methods=["GET"]),
@@ -244,6 +258,31 @@ class Api:
         seq = await to_thread.run_sync(act)
         return answer(Submitted(task_id=task_id, seq=seq))
 
+    async def diff(self, request: Request) -> Response:
+        task_id = request.path_params["task_id"]
+        if self.artifacts is None:
+            return problem(404, "not_found", "this agentd keeps no artifact store, so no diffs")
+        only = request.query_params.get("path") or None
+        artifacts = self.artifacts
+
+        def read() -> list:
+            return task_diff(task_id, self.store.read_stream(task_id), artifacts, only)
+
+        return answer([s.as_json() for s in await to_thread.run_sync(read)])
+
+    async def restore(self, kind: str, request: Request) -> Response:
+        body = await self._body(request, RestoreRequest)
+        if isinstance(body, Response):
+            return body
+        assert isinstance(body, RestoreRequest)
+        if self.artifacts is None:
+            return problem(404, "not_found", "this agentd keeps no artifact store, so nothing to put back")
+        task_id = request.path_params["task_id"]
+        act = partial(undo.restore, self.store, self.artifacts, task_id, kind, by=request.state.caller,
+                      only=body.path, dry_run=body.dry_run)
+        outcome = await to_thread.run_sync(act)
+        return answer(restore_json(task_id, kind, body.dry_run, outcome))
+
     # -- approvals ---------------------------------------------------------------------------------
 
     async def list_approvals(self, request: Request) -> Response:
@@ -348,6 +387,8 @@ _EVENT = {
         "payload": {"type": "object"},
     },
 }
+_CHANGE = {"type": "object", "description": "One change or restore, as `agentd task diff --json` gives it.",
+           "required": ["seq", "by", "path", "kind", "added", "removed", "binary", "diff"]}
 _APPROVAL = {"type": "object", "description": "An approval with its task, the exact arguments and the change shown.",
              "required": ["approval_id", "task_id", "tool", "status", "arguments_hash", "arguments"]}
 
@@ -392,6 +433,14 @@ def openapi_document() -> dict[str, Any]:
         "/tasks/{task_id}/cancel": {"post": {
             "operationId": "cancelTask", "summary": "Cancel a task that has not finished", "parameters": task_id,
             "requestBody": body(CancelRequest), "responses": {**ok(submitted), **problems}}},
+        "/tasks/{task_id}/diff": {"get": {
+            "operationId": "taskDiff", "summary": "Every change the task made, file by file, in the order made",
+            "parameters": [*task_id, {"name": "path", "in": "query", "schema": {"type": "string"}}],
+            "responses": {**ok({"type": "array", "items": _CHANGE}), **problems}}},
+        **{f"/tasks/{{task_id}}/{kind}": {"post": {
+            "operationId": f"{kind}Task", "summary": f"{kind.capitalize()} the task's changes, as agentd task {kind}",
+            "parameters": task_id, "requestBody": body(RestoreRequest),
+            "responses": {**ok({"type": "object"}), **problems}}} for kind in ("undo", "redo")},
         "/approvals": {"get": {
             "operationId": "listApprovals", "summary": "Pending approvals (all with all=true)",
             "parameters": [{"name": "all", "in": "query", "schema": {"type": "string", "enum": ["true", "false"]}}],

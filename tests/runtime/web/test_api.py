@@ -103,7 +103,21 @@ def test_a_task_submitted_approved_and_followed_through_the_api_matches_what_the
         resumed = stream(env, first[-1][0], len(seqs) - 3, task_id)
         assert [s for s, _, _ in resumed] == seqs[3:]
         assert [(t, d["payload"]) for _, t, d in resumed] == [(e["type"], e["payload"]) for e in events[3:]]
-    assert (tmp_path / "ws" / "approved.txt").read_text() == "approved\n"
+
+        assert (tmp_path / "ws" / "approved.txt").read_text() == "approved\n"
+        _, changed = call(env, "GET", f"/tasks/{task_id}/diff")
+        assert changed == json.loads(agentd("task", "diff", task_id, "--json", env=env).stdout)
+        assert [(c["path"], c["kind"]) for c in changed] == [("approved.txt", "created")]
+        dry = agentd("task", "undo", task_id, "--dry-run", "--json", env=env)
+        assert dry.returncode == 0, dry.stderr
+        _, would = call(env, "POST", f"/tasks/{task_id}/undo", {"dry_run": True})
+        cli_would = json.loads(dry.stdout)
+        assert would == cli_would and (tmp_path / "ws" / "approved.txt").exists()
+        status, undone = call(env, "POST", f"/tasks/{task_id}/undo", {})
+        assert status == 200 and [f["path"] for f in undone["files"]] == ["approved.txt"]
+        assert not (tmp_path / "ws" / "approved.txt").exists(), "undo through the API put the workspace back"
+        status, refused = call(env, "POST", f"/tasks/{task_id}/undo", {"path": "other.txt"})
+        assert status == 409 and "\n" not in refused["message"]
 
 
 @pytest.mark.slow
@@ -137,6 +151,7 @@ def test_the_openapi_document_describes_every_route_with_the_handlers_models(age
         status, doc = call(env, "GET", "/openapi.json")
     assert status == 200 and doc["openapi"].startswith("3.1")
     assert set(doc["paths"]) == {"/tasks", "/tasks/{task_id}", "/tasks/{task_id}/say", "/tasks/{task_id}/cancel",
+                                 "/tasks/{task_id}/diff", "/tasks/{task_id}/undo", "/tasks/{task_id}/redo",
                                  "/approvals", "/approvals/{approval_id}", "/events", "/events/stream"}
     schemas = doc["components"]["schemas"]
     assert schemas["SubmitRequest"]["required"] == ["goal"]
