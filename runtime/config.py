@@ -56,6 +56,10 @@ class Settings(BaseModel):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     plugins: tuple[Path, ...] = Field((), description="Python files that register tools and profiles")
     model_url: str | None = Field(None, description="OpenAI-compatible completions endpoint instead of the local model")
+    otlp_endpoint: str | None = Field(
+        None, pattern=r"^https?://",
+        description="an OpenTelemetry collector's OTLP/HTTP address for traces; unset: traces.jsonl in the data folder",
+    )
     model_connect_timeout_s: float = Field(
         MODEL_CONNECT_TIMEOUT_S, gt=0,
         description="how long model_url may take to accept a connection before the call fails",

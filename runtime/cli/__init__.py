@@ -61,6 +61,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "task": ("runtime.cli.task", "task", "Submit, list, show and cancel tasks."),
     "tool": ("runtime.cli.tool", "tool", "The tools tasks may be offered, and one call of one of them by hand."),
+    "trace": (
+        "runtime.cli.trace", "trace",
+        "A task's OpenTelemetry spans, derived from the log: for any past, replayed or imported task.",
+    ),
 }
 
 

@@ -22,6 +22,8 @@ from runtime.daemon.dispatch import Scheduler
 from runtime.daemon.stop import StopRequest
 from runtime.harness.schedules import ScheduleRunner
 from runtime.skills.watcher import CatalogWatcher
+from runtime.trace.export import TRACES_FILE, Sink, exporter
+from runtime.trace.follower import Follower
 from runtime.web import access
 from runtime.web.api import Api
 from runtime.web.app import create_app
@@ -120,7 +122,10 @@ async def run(
     recovered = await anyio.to_thread.run_sync(rt.jobs.recover)
     if recovered:
         log.warning("background jobs orphaned by the last stop recorded as unknown", jobs=recovered)
+    # Spans from the log as it grows; the sink's queue is bounded and drained on its own thread.
+    traces = Sink(exporter(settings.otlp_endpoint, settings.data_dir / TRACES_FILE))
     async with anyio.create_task_group() as tg:
+        tg.start_soon(Follower(store, traces).run)
         await tg.start(watcher.run)
         await tg.start(CatalogWatcher(store, rt.skill_roots).run)
         tg.start_soon(ScheduleRunner(store).run)
@@ -130,6 +135,7 @@ async def run(
         # again from the log at the next start.
         tg.cancel_scope.cancel()
     await anyio.to_thread.run_sync(rt.jobs.close)
+    await anyio.to_thread.run_sync(traces.close)
     if rt.mcp is not None:
         await anyio.to_thread.run_sync(rt.mcp.close)
     log.info("stopped")
