@@ -16,11 +16,11 @@ import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import anyio
 from anyio import to_thread
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -31,9 +31,11 @@ from runtime.harness import approvals as deciding, tasks as task_commands, token
 from runtime.harness.task_diff import restore_json, task_diff
 from runtime.output import to_jsonable
 from store import EventStore, archive, log
+from store.events import TaskPhase
 from store.state import TaskState, TaskSummary
 
 PREFIX = "/api/v1"
+PHASES = tuple(p.value for p in TaskPhase)
 # How often the event stream looks for new events, and how long it stays quiet before a comment keeps
 # proxies from closing it.
 POLL_S = 0.25
@@ -43,8 +45,19 @@ EVENTS_LIMIT_MAX = 1000
 BODY_MAX = 64 * 1024
 
 
+def _whole(value: Any) -> Any:
+    # JSON Schema's integer is any number without a fraction (3.0 included); never a bool or a string.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Positive = Annotated[int, Field(ge=1), BeforeValidator(_whole)]
+
+
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Strict: a body says what it means (0 is not false, "3" is not 3), and a field it should not have is refused.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class SubmitRequest(_Body):
@@ -52,13 +65,13 @@ class SubmitRequest(_Body):
 
     goal: str = Field(min_length=1, max_length=20_000)
     workspace: str | None = Field(
-        None, description="An absolute folder on agentd's machine; the configured one if left out."
+        None, pattern=r"^/", description="An absolute folder on agentd's machine; the configured one if left out."
     )
     profile: str = "workspace"
     tenant: str = Field("default", min_length=1)
     allow: list[Literal["write", "external"]] = Field(default_factory=list, description="Effects allowed besides read.")
-    max_steps: int | None = Field(None, ge=1)
-    max_tokens: int | None = Field(None, ge=1)
+    max_steps: Positive | None = None
+    max_tokens: Positive | None = None
     policy: str | None = None
     context: dict[str, str] = Field(default_factory=dict)
     conversation: bool = False
@@ -125,22 +138,36 @@ class Api:
         self.decided = decided
 
     def routes(self) -> list[Route]:
-        g = self._authorized
-        return [
-            Route(f"{PREFIX}/openapi.json", g(self.openapi)),
-            Route(f"{PREFIX}/tasks", g(self.list_tasks), methods=["GET"]),
-            Route(f"{PREFIX}/tasks", g(self.submit), methods=["POST"]),
-            Route(f"{PREFIX}/tasks/{{task_id}}", g(self.show_task), methods=["GET"]),
-            Route(f"{PREFIX}/tasks/{{task_id}}/say", g(self.say), methods=["POST"]),
-            Route(f"{PREFIX}/tasks/{{task_id}}/cancel", g(self.cancel), methods=["POST"]),
-            Route(f"{PREFIX}/tasks/{{task_id}}/diff", g(self.diff), methods=["GET"]),
-            Route(f"{PREFIX}/tasks/{{task_id}}/undo", g(partial(self.restore, "undo")), methods=["POST"]),
-            Route(f"{PREFIX}/tasks/{{task_id}}/redo", g(partial(self.restore, "redo")), methods=["POST"]),
-            Route(f"{PREFIX}/approvals", g(self.list_approvals), methods=["GET"]),
-            Route(f"{PREFIX}/approvals/{{approval_id}}", g(self.decide), methods=["POST"]),
-            Route(f"{PREFIX}/events", g(self.events), methods=["GET"]),
-            Route(f"{PREFIX}/events/stream", g(self.stream), methods=["GET"]),
-        ]
+        """One route per path, whatever its methods: a method it lacks gets 405 naming all it has."""
+        # path -> method -> (handler, the query parameters it takes); any other parameter is refused.
+        operations: dict[str, dict[str, tuple[Callable[[Request], Any], tuple[str, ...]]]] = {
+            "/openapi.json": {"GET": (self.openapi, ())},
+            "/tasks": {"GET": (self.list_tasks, ("phase",)), "POST": (self.submit, ())},
+            "/tasks/{task_id}": {"GET": (self.show_task, ())},
+            "/tasks/{task_id}/say": {"POST": (self.say, ())},
+            "/tasks/{task_id}/cancel": {"POST": (self.cancel, ())},
+            "/tasks/{task_id}/diff": {"GET": (self.diff, ("path",))},
+            "/tasks/{task_id}/undo": {"POST": (partial(self.restore, "undo"), ())},
+            "/tasks/{task_id}/redo": {"POST": (partial(self.restore, "redo"), ())},
+            "/approvals": {"GET": (self.list_approvals, ("all",))},
+            "/approvals/{approval_id}": {"POST": (self.decide, ())},
+            "/events": {"GET": (self.events, ("after", "limit", "task"))},
+            "/events/stream": {"GET": (self.stream, ("after", "task"))},
+        }
+
+        def route(path: str, by_method: dict[str, tuple[Callable[[Request], Any], tuple[str, ...]]]) -> Route:
+            async def dispatch(request: Request) -> Response:
+                # HEAD is answered as GET, without the body (Starlette drops it).
+                handler, takes = by_method["GET" if request.method == "HEAD" else request.method]
+                unknown = sorted(set(request.query_params) - set(takes))
+                if unknown:
+                    return problem(400, "bad_query", f"{PREFIX}{path} takes no query parameter {unknown[0]!r}"
+                                   + (f" (it takes {', '.join(takes)})" if takes else ""))
+                return await handler(request)
+
+            return Route(PREFIX + path, self._authorized(dispatch), methods=list(by_method))
+
+        return [route(path, by_method) for path, by_method in operations.items()]
 
     # -- access and answers ------------------------------------------------------------------------
 
@@ -191,7 +218,9 @@ class Api:
     async def list_tasks(self, request: Request) -> Response:
         from store.queries.tasks import summaries
 
-        phase = request.query_params.get("phase") or None
+        phase = request.query_params.get("phase")
+        if phase is not None and phase not in PHASES:
+            return problem(400, "bad_query", f"phase {phase!r} is not one of {', '.join(PHASES)}")
 
         def read() -> list[TaskSummary]:
             with self.store.reading() as conn:
@@ -223,7 +252,9 @@ class Api:
         try:
             task_id, seq = await to_thread.run_sync(act)
         except InvalidCommand as e:
-            return problem(422, "invalid_body", str(e))
+            # A well-formed body this agentd cannot take (a profile it has not loaded, a folder that is
+            # not there): refused by its state, not by the schema.
+            return problem(409, "refused", str(e))
         self.decided()
         return answer(Submitted(task_id=task_id, seq=seq), status=201)
 
@@ -286,7 +317,10 @@ class Api:
     # -- approvals ---------------------------------------------------------------------------------
 
     async def list_approvals(self, request: Request) -> Response:
-        status = None if request.query_params.get("all") in ("1", "true") else "pending"
+        shown = request.query_params.get("all", "false")
+        if shown not in ("true", "false"):
+            return problem(400, "bad_query", "all must be true or false")
+        status = None if shown == "true" else "pending"
         return answer(await to_thread.run_sync(deciding.rows, self.store, status))
 
     async def decide(self, request: Request) -> Response:
@@ -307,9 +341,12 @@ class Api:
         q = request.query_params
         try:
             after = _count(q.get("after"), 0)
-            limit = min(_count(q.get("limit"), 100) or 100, EVENTS_LIMIT_MAX)
+            limit = _count(q.get("limit"), 100)
+            if not 1 <= limit <= EVENTS_LIMIT_MAX:
+                raise ValueError(limit)
         except ValueError:
-            return problem(400, "bad_query", "after and limit must be whole numbers, 0 or more")
+            return problem(400, "bad_query", f"after must be a whole number, 0 or more, and limit one from 1 to "
+                           f"{EVENTS_LIMIT_MAX}")
         task = q.get("task") or None
 
         def read() -> list[dict]:
@@ -411,15 +448,18 @@ def openapi_document() -> dict[str, Any]:
 
     problem_ref = ref(Problem, "Problem")
     problems = {str(s): {"description": d, "content": {"application/json": {"schema": problem_ref}}} for s, d in (
+        (400, "A query parameter the operation does not take, or a bad value"),
         (401, "No or a wrong bearer token"), (404, "No such task or approval"),
-        (409, "Refused by the task's or the approval's state"), (415, "The body is not JSON"),
+        (409, "Refused by the task's or the approval's state"), (413, "The body is over 64 KiB"),
+        (415, "The body is not JSON"),
         (422, "The body does not validate"))}
     submitted = ref(Submitted, "Submitted")
     task_id = [{"name": "task_id", "in": "path", "required": True, "schema": {"type": "string"}}]
     paths = {
         "/tasks": {
             "get": {"operationId": "listTasks", "summary": "Tasks, oldest first",
-                    "parameters": [{"name": "phase", "in": "query", "schema": {"type": "string"}}],
+                    "parameters": [{"name": "phase", "in": "query",
+                                    "schema": {"type": "string", "enum": list(PHASES)}}],
                     "responses": {**ok({"type": "array", "items": ref(TaskSummary, "TaskSummary")}), **problems}},
             "post": {"operationId": "submitTask", "summary": "Submit a task", "requestBody": body(SubmitRequest),
                      "responses": {**ok(submitted, "201", "Submitted"), **problems}},
@@ -453,7 +493,7 @@ def openapi_document() -> dict[str, Any]:
             "operationId": "listEvents", "summary": "Events after a seq, oldest first",
             "parameters": [{"name": n, "in": "query", "schema": s} for n, s in (
                 ("after", {"type": "integer", "minimum": 0}),
-                ("limit", {"type": "integer", "minimum": 0, "maximum": EVENTS_LIMIT_MAX}),
+                ("limit", {"type": "integer", "minimum": 1, "maximum": EVENTS_LIMIT_MAX}),
                 ("task", {"type": "string"}))],
             "responses": {**ok({"type": "array", "items": _EVENT}), **problems}}},
         "/events/stream": {"get": {

@@ -127,17 +127,22 @@ def test_without_the_bearer_token_nothing_is_answered_and_bad_input_is_one_line(
             status, body = call(env, "GET", "/tasks", token=token)
             assert status == 401 and body["error"] == "unauthorized"
         cases = [
-            ({"allow": ["write"]}, "goal: Field required"),
-            ({"goal": "x", "allow": ["root"]}, "allow.0: Input should be 'write' or 'external'"),
-            ({"goal": "x", "workspace": "relative/ws"}, "workspace: an absolute folder"),
-            ({"goal": "x", "workspace": str(tmp_path / "missing")}, "is not a folder"),
-            ({"goal": "x", "profile": "nobody"}, "no profile 'nobody'"),
-            ({"goal": "x", "surprise": 1}, "surprise: Extra inputs are not permitted"),
+            ({"allow": ["write"]}, 422, "goal: Field required"),
+            ({"goal": "x", "allow": ["root"]}, 422, "allow.0: Input should be 'write' or 'external'"),
+            ({"goal": "x", "workspace": "relative/ws"}, 422, "workspace: String should match pattern '^/'"),
+            ({"goal": "x", "max_steps": "3"}, 422, "max_steps: Input should be a valid integer"),
+            ({"goal": "x", "conversation": 0}, 422, "conversation: Input should be a valid boolean"),
+            ({"goal": "x", "surprise": 1}, 422, "surprise: Extra inputs are not permitted"),
+            # Well-formed, but this agentd cannot take them.
+            ({"goal": "x", "workspace": str(tmp_path / "missing")}, 409, "is not a folder"),
+            ({"goal": "x", "profile": "nobody"}, 409, "no profile 'nobody'"),
         ]
-        for body, said in cases:
+        for body, code, said in cases:
             status, answered = call(env, "POST", "/tasks", body)
-            assert status == 422 and said in answered["message"], (body, answered)
+            assert status == code and said in answered["message"], (body, answered)
             assert "\n" not in answered["message"]
+        assert call(env, "GET", "/tasks?phase=nonsense")[0] == 400
+        assert call(env, "GET", "/tasks?surprise=1")[0] == 400
         status, answered = call(env, "POST", "/tasks", b"goal=x", headers={"Content-Type": "text/plain"})
         assert status in (415, 422)
         assert call(env, "GET", "/tasks/t-none")[0] == 404
