@@ -4,7 +4,9 @@ Seen on the default model: for 'Add the line "- water the plants" to todo.txt' i
 {"old": "buy milk", "new": "- water the plants"}`, saw the diff, and answered that the line was added;
 another run wrote the new line alone over the list. A line a change removes is one the request
 touches when every word it loses is one the request names, one corrected in its place (a typo fixed),
-or the value of a field the request names (a port, a version). Any other line removed is a loss the
+or the value of a field the request names (a port, a version); a line that loses no word but
+changes all the same (its list marker or a comma gone) is touched only when the request names a word
+of it. Any other line removed is a loss the
 user did not ask for, and the call is refused with the lines and the tools that add without removing.
 A request that asks to remove, clear, move or rewrite, or to replace a whole file or list, is taken at
 its word: nothing is refused. Lines the task itself put in the file (a file it created, a line it
@@ -43,6 +45,8 @@ _TOKEN = re.compile(r"[a-z0-9][a-z0-9_.@/-]*")
 _WORD = re.compile(r"[a-z0-9]{2,}")
 # A lost word this alike to one put in its place was corrected, not lost ("recieve", "receive": 0.86).
 TYPO = 0.8
+# The shortest word that names a line whose words all stay: "send", "bold", not "the" or "my".
+NAMING = 4
 MARKER = "which the request does not touch"
 SHOWN = 3
 
@@ -94,6 +98,15 @@ def untouched(request: str, gone: Sequence[str], added: Sequence[str]) -> list[s
             if not (named or corrected or field or not words):
                 lost_lines.append(line)
                 break
+        else:
+            # Every word kept, the line not: a list marker, a comma or a quote gone, words joined to
+            # another line. Unless the request names the line by a word of it (one that can name
+            # something: "the" and "to" cannot), that is a change nobody asked for (seen: an add request
+            # wrote the list back without its "- " markers).
+            if all(t in put for t in tokens) and not any(
+                len(w) >= NAMING and w in asked for t in tokens for w in _WORD.findall(t)
+            ):
+                lost_lines.append(line)
     return lost_lines
 
 

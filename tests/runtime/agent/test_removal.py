@@ -98,3 +98,37 @@ def test_lines_the_task_put_in_the_file_itself_are_its_own_to_change() -> None:
     fix = {"path": "todo.txt", "old": "- call Ann", "new": "- call Bob"}
     assert removal.refusal(ADD, EditFile.contract, fix, appended) is None
     assert removal.refusal(ADD, EditFile.contract, {"path": "todo.txt", "old": "- buy milk", "new": "x"}, appended)
+
+
+LIST = "- update the budget sheet\n- write the release notes\n- send the survey\n"
+READ_LIST = ToolCallExecuted(call_id="c1", tool="read_file", status="ok",
+                             observation={"path": "notes/todo.txt", "content": LIST})
+PYPROJECT = '[project]\nversion = "0.8.7"\ndependencies = [\n    "click>=2.8",\n    "requests>=2.7",\n]\n'
+READ_PYPROJECT = ToolCallExecuted(call_id="c1", tool="read_file", status="ok",
+                                  observation={"path": "pyproject.toml", "content": PYPROJECT})
+
+
+def test_an_add_request_may_not_write_the_list_back_without_its_markers() -> None:
+    # Seen on the default model on a generated suite: every word kept, every "- " gone, nothing added.
+    stripped = "update the budget sheet\nwrite the release notes\nsend the survey\nrenew the parking permit"
+    why = removal.refusal("Add 'renew the parking permit' to my todo list in notes/todo.txt.", WriteFile.contract,
+                          {"path": "notes/todo.txt", "content": stripped}, _log(READ_LIST), ["append_file"])
+    # "- write the release notes" shares "notes" with the path the request names, so it alone may change.
+    assert why is not None and "'- update the budget sheet', '- send the survey'" in why
+
+
+def test_a_setting_changed_by_a_whole_write_may_not_reformat_the_lines_around_it() -> None:
+    # Seen likewise: the version set, and the last dependency's comma dropped on the way.
+    request = "Set the version in pyproject.toml to 0.9.0."
+    reformatted = '[project]\nversion = "0.9.0"\ndependencies = [\n    "click>=2.8",\n    "requests>=2.7"\n]\n'
+    why = removal.refusal(request, WriteFile.contract, {"path": "pyproject.toml", "content": reformatted},
+                          _log(READ_PYPROJECT))
+    assert why is not None and "'\"requests>=2.7\",'" in why and "version" not in why.split(" from ")[0]
+    exact = {"path": "pyproject.toml", "content": PYPROJECT.replace("0.8.7", "0.9.0")}
+    assert removal.refusal(request, WriteFile.contract, exact, _log(READ_PYPROJECT)) is None
+
+
+def test_a_line_the_request_names_may_change_its_form() -> None:
+    assert removal.refusal("Make the survey item bold in notes/todo.txt", EditFile.contract,
+                           {"path": "notes/todo.txt", "old": "- send the survey", "new": "- **send the survey**"},
+                           _log(READ_LIST)) is None
