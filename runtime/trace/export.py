@@ -23,7 +23,9 @@ from runtime.trace.span import Span
 QUEUE_SPANS = 4096
 # In the data folder, where no collector is configured.
 TRACES_FILE = "traces.jsonl"
-RESOURCE = Resource.create({"service.name": "agentd"})
+# Not Resource.create: its detectors add a random instance id per process, and the same log must give
+# the same spans in any process.
+RESOURCE = Resource({"service.name": "agentd"})
 SCOPE = InstrumentationScope("agentd")
 
 

@@ -131,3 +131,20 @@ def test_trace_export_refuses_bad_input_in_one_line(agentd, tmp_path: Path, stor
         out = agentd("trace", "export", *args, env=env)
         assert out.returncode != 0 and out.stderr.count("\n") == 1 and said in out.stderr, (args, out.stderr)
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_an_exported_and_imported_log_gives_the_same_spans(agentd, store, release_workspace, tmp_path, data_dir):
+    rt = scripted(store, tmp_path, [call("read_file", path="notes.txt"), answer("Read.", "result:c1")])
+    task_id = submit(store, release_workspace, "Read notes.txt")
+    assert run(rt, task_id) == "completed"
+    here = agentd("trace", "export", "--task", task_id, env={"AGENTD_DATA_DIR": str(data_dir)})
+    assert here.returncode == 0, here.stderr
+    exported = tmp_path / "log.jsonl"
+    assert agentd("events", "export", "-o", str(exported), env={"AGENTD_DATA_DIR": str(data_dir)}).returncode == 0
+    elsewhere = {"AGENTD_DATA_DIR": str(tmp_path / "elsewhere")}
+    imported = agentd("events", "import", str(exported), env=elsewhere)
+    assert imported.returncode == 0, imported.stderr
+    there = agentd("trace", "export", "--task", task_id, env=elsewhere)
+    assert there.returncode == 0, there.stderr
+    assert here.stdout == there.stdout
+    assert len(here.stdout.splitlines()) == len(task_spans(task_id, store.read_stream(task_id)))
