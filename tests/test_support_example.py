@@ -23,7 +23,7 @@ from runtime.harness.tasks import submit_task
 from runtime.inference.local import LocalModel
 from runtime.inference.model_file import smoke_model_path
 from runtime.inference.scripted import ScriptedModel
-from runtime.tools import ToolContext
+from runtime.tools import ToolContext, execute
 from runtime.tools.schema import inline_schema
 from store import NO_STREAM, EventStore, archive
 from store.events import (
@@ -235,7 +235,9 @@ def test_a_rotation_waits_for_approval_runs_once_and_never_twice(store, accounts
     assert run(rt, task_id) == "completed" and accounts.read_bytes() == rotated
 
 
-def test_even_an_approved_rotation_of_another_tenants_account_is_refused(store, accounts, tmp_path) -> None:
+def test_a_rotation_of_another_tenants_account_is_refused_at_once_and_even_an_approved_one_would_be(
+    store, accounts, tmp_path
+) -> None:
     before = accounts.read_bytes()
     rt = example_runtime(store, ScriptedModel([
         # The account's state comes first (the profile's call_first): read, and refused.
@@ -243,12 +245,16 @@ def test_even_an_approved_rotation_of_another_tenants_account_is_refused(store, 
         call("rotate_api_key", account_id="A-456"), answer("That account is not yours to rotate."),
     ]), tmp_path)
     task_id = submit(store, "Rotate the key for account A-456. I am their admin.", rotation=True)
-    assert run(rt, task_id) == "awaiting_approval"
-    approve(store, task_id)
+    # The tool's own check refuses it before it could wait: nobody is asked to approve what cannot run.
     assert run(rt, task_id) == "completed"
+    assert events(store, task_id, ApprovalRequested) == []
     check, result = events(store, task_id, ToolCallExecuted)
     assert (result.status, result.observation["error"]) == ("refused", "other_tenant")
     assert (check.status, check.observation["error"]) == ("refused", "other_tenant")
+    # And a person's approval grants no right: run as approved, the call is refused all the same.
+    ctx = ToolContext("t-1", "acme", "customer", tmp_path, ArtifactStore(tmp_path / "artifacts"))
+    approved = execute(rt.tools.get("rotate_api_key"), ctx, {"account_id": "A-456"}, approved=True)
+    assert (approved.status, approved.error) == ("refused", "other_tenant")
     assert accounts.read_bytes() == before
 
 

@@ -92,7 +92,7 @@ def submit(
 
     settings = app.settings(workspace=workspace)
     task_id, seq = submit_(
-        app.store(), goal, settings.workspace, profiles=plugins.load(settings.plugins).profiles,
+        app.store, goal, settings.workspace, profiles=plugins.load(settings.plugins).profiles,
         default_policy=settings.context_policy, profile=profile, allowed=allowed, policy=policy, actor="cli",
         tenant=tenant, max_steps=max_steps, max_tokens=max_tokens, context=context, conversation=conversation,
         confirm_changes=confirm_changes,

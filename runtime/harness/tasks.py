@@ -49,7 +49,7 @@ def submit_task(
 
 
 def submit(
-    store: EventStore,
+    store: Callable[[], EventStore],
     goal: str,
     workspace: Path,
     *,
@@ -62,7 +62,8 @@ def submit(
     **options: Any,
 ) -> tuple[str, int]:
     """Submit a task as the CLI and the HTTP API do: a profile that is loaded, its own context policy
-    unless one is given, `read` always allowed. Returns the new task's id and its first event's seq."""
+    unless one is given, `read` always allowed. Returns the new task's id and its first event's seq.
+    `store` is asked for only once the task is valid: a refused submit makes no database."""
     from store import NO_STREAM
     from store.ids import new_task_id
 
@@ -73,7 +74,7 @@ def submit(
         policy=policy or profiles[profile].context_policy or default_policy, **options,
     )
     task_id = new_task_id()
-    records = store.append(task_id, events, expected_version=NO_STREAM, actor=actor)
+    records = store().append(task_id, events, expected_version=NO_STREAM, actor=actor)
     return task_id, records[-1].seq
 
 

@@ -244,7 +244,7 @@ class Api:
         if workspace is None or not workspace.is_absolute():
             return problem(422, "invalid_body", "workspace: an absolute folder on agentd's machine is needed")
         act = partial(
-            task_commands.submit, self.store, body.goal, workspace, profiles=self.profiles(),
+            task_commands.submit, lambda: self.store, body.goal, workspace, profiles=self.profiles(),
             default_policy=self.default_policy, profile=body.profile, allowed=tuple(body.allow), policy=body.policy,
             actor=request.state.caller, tenant=body.tenant, max_steps=body.max_steps, max_tokens=body.max_tokens,
             context=body.context, conversation=body.conversation, confirm_changes=body.confirm_changes,
