@@ -52,9 +52,10 @@ def base_url(tmp_path_factory) -> str:
                                            lifespan="off", access_log=False))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # a loaded shared machine starts uvicorn slowly
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.02)
+    assert server.started, "uvicorn did not start within 60 s"
     yield f"http://127.0.0.1:{port}/api/v1"
     server.should_exit = True
     thread.join(10)
