@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -20,8 +19,6 @@ if TYPE_CHECKING:  # the SDK is imported only where a server is configured
     from runtime.mcp.gateway import Gateway
 
 APPROVAL_TTL = timedelta(hours=24)
-# A cite is `<id>@<version>#<anchor>`: a resource's uri keeps neither sign, nor spaces, in its id.
-_REF_UNSAFE = re.compile(r"[@#\s]+")
 
 
 class JobHost(Protocol):
@@ -77,8 +74,7 @@ class Runtime:
                 self._mcp_sections[profile.name] = [
                     s for doc, terms in self.mcp.evidence(profile.name)
                     for s in knowledge.document_sections(
-                        f"mcp:{doc.server}:{_REF_UNSAFE.sub('-', doc.ref)}", doc.sha256[:12], doc.title, doc.text,
-                        frozenset(terms.tenants), terms.authority,
+                        doc.doc_id, doc.sha256[:12], doc.title, doc.text, frozenset(terms.tenants), terms.authority
                     )
                 ]
             found += self._mcp_sections[profile.name]

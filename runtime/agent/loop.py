@@ -217,10 +217,10 @@ class _Runner:
         unrecorded = confirm = screened = None
         if contract is not None and isinstance(action, proposal.CallTool):
             screened = await self._screen(trusted, action)
-        if screened is None and contract is not None and isinstance(action, proposal.CallTool):
-            unrecorded = await self._unrecordable(trusted, contract, action.arguments)
-            if trusted.submitted.confirm_changes or trusted.profile.confirm_changes:
-                confirm = await self._confirmation(trusted, action)
+            if screened is None:
+                unrecorded = await self._unrecordable(trusted, contract, action.arguments)
+                if trusted.submitted.confirm_changes or trusted.profile.confirm_changes:
+                    confirm = await self._confirmation(trusted, action)
         await self._carry_out(trusted, decide.act(
             view, call_index, action, contract, self._policy(trusted), unrecorded, confirm, screened
         ))

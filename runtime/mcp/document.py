@@ -7,6 +7,7 @@ for what it offers, and nothing it says is taken as more than data.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -14,6 +15,7 @@ from typing import Any, Literal
 MAX_DOCUMENTS = 50
 # And keeps this much of each: evidence is packed within a budget of a few hundred tokens anyway.
 MAX_CHARS = 64 * 1024
+_REF_UNSAFE = re.compile(r"[@#\s]+")
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,11 @@ class Document:
     @property
     def sha256(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()
+
+    @property
+    def doc_id(self) -> str:
+        """Its id as evidence: a cite is `<id>@<version>#<anchor>`, so the uri keeps neither sign, nor spaces."""
+        return f"mcp:{self.server}:{_REF_UNSAFE.sub('-', self.ref)}"
 
 
 async def read_all(server: str, session: Any) -> list[Document]:

@@ -172,7 +172,6 @@ class Gateway:
                 self._registry.replace(tool)
             self.tools[name] = tool
             del self.changed[name]
-            self.held[changed.server].pop(name, None)
         log.info("mcp.tool_consented", server=changed.server, tool=name, sha256=sha256, by=by)
         return accepted
 
@@ -183,6 +182,12 @@ class Gateway:
 
     def servers(self) -> list[dict[str, Any]]:
         """Each server with its state, the tools agentd offers of it and those it holds back."""
+        waiting: dict[str, dict[str, str]] = {}
+        for c in self.pending():
+            waiting.setdefault(c.server, {})[c.name] = (
+                f"listed otherwise than accepted ({c.accepted.sha256[:12]} -> {c.listed.sha256[:12]}): "
+                "offered again once a person consents on the page"
+            )
         rows = []
         for name, server in sorted(self.settings.servers.items()):
             tools = [_row(t.entry) for t in sorted(self.tools.values(), key=lambda t: t.name) if t.server == name]
@@ -192,7 +197,8 @@ class Gateway:
                 "target": server.command if server.command is not None else server.url,
                 "state": self.connections.state.get(name, "unknown"),
                 "tools": tools,
-                "held": [{"name": n, "reason": r} for n, r in sorted(self.held[name].items())],
+                "held": [{"name": n, "reason": r}
+                         for n, r in sorted({**self.held[name], **waiting.get(name, {})}.items())],
                 "evidence": [{"kind": d.kind, "ref": d.ref, "title": d.title, "sha256": d.sha256, "chars": len(d.text)}
                              for d in self.connections.documents.get(name, [])],
             })
@@ -204,7 +210,7 @@ class Gateway:
         return [
             {"server": row["server"], "state": row["state"],
              "tools": sum(t["name"] not in waiting for t in row["tools"]),
-             "held": len(row["held"]) - sum(h["name"] in waiting for h in row["held"]),
+             "held": sum(h["name"] not in waiting for h in row["held"]),
              "waiting_consent": sum(t["name"] in waiting for t in row["tools"])}
             for row in self.servers()
         ]
@@ -217,10 +223,6 @@ class Gateway:
     def _hold_changed(self, changed: consent.Changed) -> None:
         """Callers hold the lock."""
         self.changed[changed.name] = changed
-        self.held[changed.server][changed.name] = (
-            f"listed otherwise than accepted ({changed.accepted.sha256[:12]} -> {changed.listed.sha256[:12]}): "
-            "offered again once a person consents on the page"
-        )
         log.warning("mcp.tool_changed", server=changed.server, tool=changed.name, sha256=changed.listed.sha256)
 
     def _unusable(self, entry: PinnedTool) -> str | None:
@@ -264,8 +266,7 @@ class Gateway:
                     continue
                 if entries[name].sha256 == tool.entry.sha256:
                     # Listed as accepted again: offered as before, and the consent asked for is moot.
-                    if self.changed.pop(name, None) is not None:
-                        self.held[server].pop(name, None)
+                    self.changed.pop(name, None)
                 else:
                     self._hold_changed(consent.Changed(tool.entry, entries[name]))
         if self.store is None:

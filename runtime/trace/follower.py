@@ -27,6 +27,8 @@ class Follower:
         self._seen = store.last_seq()
         # The spans sent per task: a task that goes on after an answer sends only its new ones.
         self._sent: dict[str, set[str]] = {}
+        # Streams that are not tasks (the notification queue, schedules): read once, then skipped.
+        self._not_tasks: set[str] = set()
 
     def poll(self) -> int:
         """Send the spans that ended since the last poll; how many were sent."""
@@ -37,8 +39,11 @@ class Follower:
         self._seen = fresh[-1].seq
         sent = 0
         for stream_id in dict.fromkeys(r.stream_id for r in fresh):
+            if stream_id in self._not_tasks:
+                continue
             records = self.store.read_stream(stream_id)
             if not records or not isinstance(records[0].event, TaskSubmitted):
+                self._not_tasks.add(stream_id)
                 continue
             done = self._sent.setdefault(stream_id, set())
             new = [s for s in task_spans(stream_id, records) if s.span_id not in done]
