@@ -137,16 +137,18 @@ def judge(text: str, choices: Choices, view: TaskView, cut_at: int | None = None
             if choices.last or (choices.attempt > 1 and _UNBACKED in view.last_rejection):
                 raise proposal.Unbacked(why)
             raise proposal.Rejected(f"{why}; answer saying what was done and what was not")
-    # A poor answer is still an answer: on the last try it stands, rather than fail a task whose work is
-    # done (measured: refused on every try, it failed append_todo, fix_readme_typo and change_port after
-    # their files were right).
-    if answer is not None and not choices.last and (
-        context.echoes_instructions(answer, view.last_rejection) or claims.copies(answer, choices.said)
-    ):
+    repeats = answer is not None and _repeats(answer, choices, view)
+    if repeats and not choices.last:
         raise proposal.Rejected(
             "the answer repeats what you were told instead of answering; answer the request from the results, "
             "in a sentence of your own"
         )
+    # A poor answer is still an answer: on the last try it stands when the task's work is done (measured:
+    # refused on every try, it failed append_todo, fix_readme_typo and change_port after their files were
+    # right). A task that changed nothing has only its answer to show: one that is agentd's words or a
+    # result handed back ends the task failed, not completed with nothing done and nothing said.
+    if repeats and not claims.effects(view.records).any:
+        raise proposal.Unbacked(f"{_NO_ANSWER}: the reply repeats agentd's words or a result, and nothing was changed")
     left = names_left(view)
     if answer is not None and not choices.last and left is not None and NAMES_LEFT not in view.last_rejection:
         shown = "; ".join(left.lines.splitlines())
@@ -155,5 +157,16 @@ def judge(text: str, choices: Choices, view: TaskView, cut_at: int | None = None
 
 
 _UNBACKED = "nothing was changed"
+_NO_ANSWER = "no answer was given"
+
+
+def _repeats(answer: str, choices: Choices, view: TaskView) -> bool:
+    """Whether the answer hands back agentd's words (the instructions, a tool's description, a refusal)
+    or a result as data, instead of answering."""
+    return (
+        context.echoes_instructions(answer, view.rejections)
+        or claims.copies(answer, choices.said)
+        or claims.is_data(answer)
+    )
 
 

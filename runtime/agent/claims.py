@@ -9,10 +9,13 @@ Two checks, both reading the task's events and the request's own instruction tex
 - An answer that copies agentd's own words (a tool's description, the instructions, the decision
   asked for) instead of answering. Seen: "Create or replace one text file in the workspace..." as the
   whole answer to "Create CONTRIBUTORS.txt listing Mila and Joost", with no file written.
+- An answer that is data, not a sentence: a JSON object or list, as a tool's result is written. Seen:
+  `{"status": "ok", "lines": 124}` as the whole answer to a write task that had changed nothing.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -138,3 +141,14 @@ def copies(answer: str, texts: Iterable[str], n: int = RUN) -> bool:
         if tuple(words[i : i + n]) in known:
             covered[i : i + n] = [True] * n
     return sum(covered) >= SHARE * len(words)
+
+
+def is_data(answer: str) -> bool:
+    """Whether `answer` is a JSON object or list rather than a sentence: a result handed back as it came."""
+    text = answer.strip()
+    if not text.startswith(("{", "[")):
+        return False
+    try:
+        return isinstance(json.loads(text), (dict, list))
+    except ValueError:
+        return False

@@ -404,15 +404,19 @@ _ASK_LAST = "Give the final answer now, from the results above."
 _REFUSED = " was not carried out: "
 
 
-def echoes_instructions(text: str, rejection: str = "") -> bool:
+def echoes_instructions(text: str, rejections: Sequence[str] = ()) -> bool:
     """Whether a reply repeats what agentd told the model instead of answering: the decision asked for,
-    or why its last reply was refused. Seen on the default model, as whole answers: "The request: ...
-    If the results above answer the request, give the final answer: ...", and "The user's request was
-    not carried out: rotate_api_key was already called with exactly these arguments (call c2)"."""
+    or why one of its replies was refused. Seen on the default model, as whole answers: "The request: ...
+    If the results above answer the request, give the final answer: ...", "The user's request was not
+    carried out: rotate_api_key was already called with exactly these arguments (call c2)", and, steps
+    after that refusal, "...was already called with exactly these arguments (call c2); its result is above."."""
     said = [ask.split(",")[0] for ask in (_ASK_NEXT, _ASK_LAST)] + [_REFUSED.strip()]
-    # The opening of the latest refusal's reason: long enough not to be a phrase an answer may use.
-    if len(rejection) >= 30:
-        said.append(rejection[:30])
+    # A refusal's reason past its opening words (the tool's name, which an answer may well use): long
+    # enough not to be a phrase an answer may share by chance.
+    for rejection in rejections:
+        body = rejection.split(" ", 1)[-1]
+        if len(body) >= 30:
+            said.append(body[:30])
     return any(phrase in text for phrase in said)
 
 

@@ -68,7 +68,8 @@ class Rejected(ValueError):
 
 class Unbacked(Rejected):
     """An answer that claims a change the task's log does not hold, refused for the second time or on
-    the last try: the task fails with the reason instead of completing."""
+    the last try, or no answer at all on the last try of a task that changed nothing: the task fails
+    with the reason instead of completing."""
 
 
 MAX_SOURCES = 8

@@ -131,6 +131,8 @@ class TaskView:
     calls: Calls = field(default_factory=Calls)
     last_output: str | None = None
     last_rejection: str = "refused"
+    # Every refusal's reason in the task: agentd's words, which an answer may not hand back.
+    rejections: list[str] = field(default_factory=list)
 
     @classmethod
     def of(cls, records: Iterable[Recorded]) -> TaskView:
@@ -156,6 +158,7 @@ class TaskView:
             self.last_output = e.output
         elif isinstance(e, ProposalRejected):
             self.last_rejection = e.error
+            self.rejections.append(e.error)
         elif isinstance(e, SkillActivated):
             self.active[e.name] = e
         elif isinstance(e, SkillCatalogPinned) and self.pinned is None:

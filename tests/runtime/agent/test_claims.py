@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.agent import claims
+from runtime.agent import claims, context
 from store.events import FileChanged, Recorded, TaskSubmitted, ToolCallExecuted, ToolCallStarted, UserSaid
 
 
@@ -84,3 +84,20 @@ def test_an_answer_made_of_a_tools_description_copies_it_and_one_that_shares_a_p
     asked = ["one full sentence that answers it"]
     assert claims.copies("One full sentence that answers it: the version is 1.4.2", asked)
     assert not claims.copies("The file hello.txt was created in the workspace with the given content.", [description])
+
+
+@pytest.mark.parametrize("answer", ['{"status": "ok", "lines": 124}', ' [1, 2] ', '{"a": {"b": []}}'])
+def test_a_json_object_or_list_is_data_not_an_answer(answer: str) -> None:
+    assert claims.is_data(answer)
+
+
+@pytest.mark.parametrize("answer", ['The file has {"status": "ok"}.', "{not json}", "42", '"quoted"', "[draft] done"])
+def test_a_sentence_or_a_bare_value_is_an_answer(answer: str) -> None:
+    assert not claims.is_data(answer)
+
+
+def test_any_refusal_in_the_task_is_agentds_words_but_its_tool_name_alone_is_not() -> None:
+    refusals = ["read_file was already called with exactly these arguments (call c1); its result is above.",
+                "there is no tool 'grep' in this step; the tools are: read_file"]
+    assert context.echoes_instructions("was already called with exactly these arguments (call c1)", refusals)
+    assert not context.echoes_instructions("I used read_file to read todo.txt, which lists two items.", refusals)

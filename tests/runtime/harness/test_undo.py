@@ -232,6 +232,52 @@ def test_an_answer_that_copies_a_tools_description_is_refused(store, data_dir, t
     assert (todo_workspace / "CONTRIBUTORS.txt").read_text() == "Mila\nJoost\n"
 
 
+def test_a_result_handed_back_as_the_answer_is_refused_and_on_the_last_try_fails_a_task_that_changed_nothing(
+    store, data_dir, todo_workspace
+) -> None:
+    # Seen on the default model: a write task that changed nothing answered with a tool's result as it
+    # came, and completed.
+    result = '{"status": "ok", "lines": 2}'
+    task_id = todo_task(store, data_dir, todo_workspace, [
+        call("read_file", path="todo.txt"), answer(result), answer(result), answer(result),
+    ], goal='Add the line "- water the plants" to todo.txt')
+    rejected = events(store, task_id, ProposalRejected)
+    assert len(rejected) == 3
+    assert "repeats what you were told" in rejected[0].error
+    [*_, ended] = events(store, task_id, TaskPhaseChanged)
+    assert ended.phase == "failed" and ended.reason.startswith("no answer was given")
+    assert events(store, task_id, AnswerGiven) == []
+    assert (todo_workspace / "todo.txt").read_bytes() == TODO
+
+
+def test_an_earlier_refusal_handed_back_as_the_answer_is_refused(store, data_dir, todo_workspace) -> None:
+    # Seen: a call refused, another refusal after it, then that first refusal's text as the whole answer.
+    task_id = todo_task(store, data_dir, todo_workspace, [
+        call("read_file", path="todo.txt"),
+        call("read_file", path="todo.txt"),
+        call("edit_file", path="todo.txt", old="- buy bread", new="- buy bread\n- water the plants"),
+        answer("I added the line to todo.txt."),
+        answer("There is no tool 'read_file' in this step; the tools are: append_file, edit_file, write_file."),
+        answer("The line was not added: edit_file found no '- buy bread' in todo.txt."),
+    ], goal='Add the line "- water the plants" to todo.txt')
+    no_tool, unbacked, echo = events(store, task_id, ProposalRejected)
+    assert "there is no tool 'read_file'" in no_tool.error
+    assert "nothing was changed" in unbacked.error
+    assert "repeats what you were told" in echo.error
+    assert events(store, task_id, AnswerGiven)[0].answer.startswith("The line was not added")
+    assert (todo_workspace / "todo.txt").read_bytes() == TODO
+
+
+def test_on_the_last_try_a_poor_answer_stands_when_the_work_is_done(store, data_dir, todo_workspace) -> None:
+    result = '{"status": "ok", "lines": 3}'
+    task_id = todo_task(store, data_dir, todo_workspace, [
+        call("read_file", path="todo.txt"), call("append_file", path="todo.txt", text="- water the plants"),
+        answer(result), answer(result), answer(result),
+    ], goal='Add the line "- water the plants" to todo.txt')
+    assert events(store, task_id, TaskPhaseChanged)[-1].phase == "completed"
+    assert [a.answer for a in events(store, task_id, AnswerGiven)] == [result]
+
+
 # -- undo's checks ---------------------------------------------------------------------------------
 
 
