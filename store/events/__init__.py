@@ -37,6 +37,7 @@ from store.events.call import (
     ToolCallStarted,
 )
 from store.events.mcp import MCP_TOOLS_STREAM, McpToolAccepted, McpToolsPinned, PinnedTool
+from store.events.memory import MEMORY_SOURCES, MEMORY_STREAM, MemoryForgotten, MemoryRecorded, MemorySource
 from store.events.notification import (
     NOTIFICATIONS_STREAM,
     AdmittedNotification,
@@ -90,6 +91,11 @@ __all__ = [
     "MCP_TOOLS_STREAM",
     "McpToolAccepted",
     "McpToolsPinned",
+    "MEMORY_SOURCES",
+    "MEMORY_STREAM",
+    "MemoryForgotten",
+    "MemoryRecorded",
+    "MemorySource",
     "ModelCalled",
     "NoteTaken",
     "NotificationEnqueued",
