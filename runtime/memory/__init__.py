@@ -1,0 +1,22 @@
+"""Scoped memory: what agentd remembers about a subject in a tenant, for a purpose, with its provenance.
+
+Recorded and forgotten as events in the `memory` stream, folded by `memories`, and handed to a decision
+only through `load`, which applies the four checks in their order.
+"""
+
+from runtime.memory.load import CHECKS, Loaded, Refusal, load
+from runtime.memory.record import Memory, memories
+from runtime.memory.redact import PATTERNS, Pattern, Redacted, redact
+
+__all__ = [
+    "CHECKS",
+    "PATTERNS",
+    "Loaded",
+    "Memory",
+    "Pattern",
+    "Redacted",
+    "Refusal",
+    "load",
+    "memories",
+    "redact",
+]
