@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, PrivateAttr, ValidationError, field_validator
 
 from runtime import data_folder, model_name, policy_name
 from runtime.errors import ConfigError
@@ -87,6 +87,9 @@ class Settings(BaseModel):
     )
     record_max_mb: int = Field(
         512, ge=1, description="megabytes of a workspace recorded before such a call; more waits for a person"
+    )
+    memory_retention_days: dict[str, PositiveInt] = Field(
+        default_factory=dict, description="days a memory of each purpose is kept when it names no expiry of its own"
     )
     mcp: McpSettings = Field(
         default_factory=McpSettings,

@@ -1,12 +1,13 @@
 """Scoped memory: what agentd remembers about a subject in a tenant, for a purpose, with its provenance.
 
-Recorded and forgotten as events in the `memory` stream, folded by `memories`, and handed to a decision
-only through `load`, which applies the four checks in their order.
+Recorded and forgotten as events in the `memory` stream; folded by `memories`, checked by `propose`,
+and handed to a decision only through `load`, which applies the four checks in their order.
 """
 
 from runtime.memory.load import CHECKS, Loaded, Refusal, load
 from runtime.memory.record import Memory, memories
 from runtime.memory.redact import PATTERNS, Pattern, Redacted, redact
+from runtime.memory.write import forget, forgotten, propose, recorded
 
 __all__ = [
     "CHECKS",
@@ -16,7 +17,11 @@ __all__ = [
     "Pattern",
     "Redacted",
     "Refusal",
+    "forget",
+    "forgotten",
     "load",
     "memories",
+    "propose",
+    "recorded",
     "redact",
 ]
