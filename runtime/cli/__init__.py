@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "eval": ("runtime.cli.eval", "eval_", "Run task sets as real tasks and report how often they succeed."),
     "events": ("runtime.cli.events", "events", "Read the event log, follow it, export it and import it."),
     "mcp": ("runtime.cli.mcp", "mcp", "MCP servers: their state, and their tools with hashes and effects."),
+    "memory": ("runtime.cli.memory", "memory", "What agentd remembers of a subject in a tenant: add, list, forget."),
     "model": (
         "runtime.cli.model", "model",
         "The model agentd loads: a known model by name (`agentd model list`) or any GGUF file.",
