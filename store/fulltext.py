@@ -94,10 +94,13 @@ class FullTextIndex:
         return {int(n): text for n, text in rows}
 
     def _transaction(self):
-        return _Transaction(self._conn)
+        return Transaction(self._conn)
 
 
-class _Transaction:
+class Transaction:
+    """BEGIN IMMEDIATE ... COMMIT on an autocommit connection, rolled back on an exception: the write lock
+    taken at the start, so a writer never fails half-way on another's lock."""
+
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 

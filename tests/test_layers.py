@@ -1,5 +1,5 @@
-"""The import graph runs one way: store <- notifications <- runtime's leaves <- inference <- tools <-
-skills <- mcp <- agent <- harness <- web <- daemon <- eval <- cli. A module may import its own layer and the
+"""The import graph runs one way: store <- notifications <- runtime's leaves <- knowledge <- inference <-
+tools <- skills <- mcp <- agent <- harness <- web <- daemon <- eval <- cli. A module may import its own layer and the
 ones below it, never one above; the test names each edge that runs back up."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("notifications",),
     ("runtime", "runtime.errors", "runtime.config", "runtime.logs", "runtime.atomic", "runtime.artifacts",
      "runtime.output"),
+    ("runtime.knowledge",),
     ("runtime.inference",),
     ("runtime.tools",),
     ("runtime.skills",),

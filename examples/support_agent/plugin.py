@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime.agent.knowledge import terms
+from runtime.knowledge.evidence import terms
 from runtime.agent.profiles import Profile
 from runtime.tools import Effect, Tool, ToolContext, ToolContract, ToolFailure, ToolRefused
 

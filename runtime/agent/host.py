@@ -7,10 +7,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from runtime.agent import knowledge, progress as progress_
+from runtime.agent import progress as progress_
 from runtime.agent.profiles import Profile
 from runtime.artifacts import ArtifactStore
 from runtime.inference.model import Model
+from runtime.knowledge import evidence
+from runtime.knowledge.base import KnowledgeBase, folder_scope
 from runtime.tools import ToolContext, ToolRegistry, snapshot
 from store import EventStore
 from store.events import TaskSubmitted
@@ -49,8 +51,10 @@ class Runtime:
     record_limit: snapshot.Limit = snapshot.Limit()
     # The MCP servers whose tools are in `tools`, when any are configured.
     mcp: Gateway | None = None
-    _sections: dict[Path, list[knowledge.Section]] = field(default_factory=dict)
-    _mcp_sections: dict[str, list[knowledge.Section]] = field(default_factory=dict)
+    # The knowledge index's file (derived from the log); None: built in memory when first searched.
+    knowledge_index: Path | None = None
+    _knowledge: KnowledgeBase | None = None
+    _mcp_sections: dict[str, list[evidence.Section]] = field(default_factory=dict)
     # The last whole-workspace snapshot per workspace: the next one reads only the files that changed.
     _snapshots: dict[Path, snapshot.Snapshot] = field(default_factory=dict)
 
@@ -61,24 +65,32 @@ class Runtime:
         if taken.paths is None:
             self._snapshots[ctx.workspace] = taken
 
-    def sections(self, profile: Profile) -> list[knowledge.Section]:
-        """The evidence a profile's tasks may be shown: its knowledge folder's documents, then the MCP
-        servers' resources and prompts the config gives it."""
-        found: list[knowledge.Section] = []
+    def sections(self, profile: Profile, tenant: str, query: str) -> list[evidence.Section]:
+        """The evidence candidates for `query` a profile's task for `tenant` may be shown: the knowledge
+        base's best chunks in the tenant's and the profile's scopes (its own folder synced in first, so a
+        changed document is seen at once), then the MCP servers' resources and prompts the config gives it."""
+        found: list[evidence.Section] = []
+        scopes = list(profile.knowledge_scopes)
         if profile.knowledge is not None:
-            if profile.knowledge not in self._sections:
-                self._sections[profile.knowledge] = knowledge.load_folder(profile.knowledge)
-            found += self._sections[profile.knowledge]
+            self.knowledge_base.sync(profile.knowledge, scope=folder_scope(profile.name))
+            scopes.append(folder_scope(profile.name))
+        found += self.knowledge_base.candidates(query, tenant=tenant, scopes=scopes)
         if self.mcp is not None:
             if profile.name not in self._mcp_sections:
                 self._mcp_sections[profile.name] = [
                     s for doc, terms in self.mcp.evidence(profile.name)
-                    for s in knowledge.document_sections(
+                    for s in evidence.document_sections(
                         doc.doc_id, doc.sha256[:12], doc.title, doc.text, frozenset(terms.tenants), terms.authority
                     )
                 ]
             found += self._mcp_sections[profile.name]
         return found
+
+    @property
+    def knowledge_base(self) -> KnowledgeBase:
+        if self._knowledge is None:
+            self._knowledge = KnowledgeBase(self.store, self.artifacts, self.knowledge_index)
+        return self._knowledge
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import re
 from typing import Mapping, Sequence
 
 from runtime import content
-from runtime.agent import context, goal, knowledge, notes, policy as policy_, proposal, relevance
+from runtime.agent import context, goal, notes, policy as policy_, proposal, relevance
 from runtime.agent.blocks import Block
 from runtime.agent.choices import Choices, choices_for
 from runtime.agent.host import Runtime, Trusted
@@ -18,6 +18,7 @@ from runtime.agent.rules import asked_for
 from runtime.agent.view import TaskView
 from runtime.artifacts import ref_for
 from runtime.errors import ContextOverflow
+from runtime.knowledge import evidence
 from runtime.mcp.tool import contract_of
 from runtime.skills import activation
 from runtime.tools import ToolContext, ToolContract
@@ -40,15 +41,16 @@ def retrieve_evidence(
 ) -> tuple[tuple[EvidenceItem, ...], tuple[LeftOut, ...]]:
     """Steps 3 and 4: evidence the tenant may see, not yet shown, ranked by utility, packed in budget,
     in the order it is shown: the best match last."""
-    sections = rt.sections(trusted.profile)
-    if not sections:
-        return (), ()
     last_read = transcript.last_read
     observation = transcript.results[last_read.label].observation if last_read else {}
-    packed = knowledge.retrieve(
+    query = " ".join([trusted.submitted.goal, *_result_words(observation)])
+    sections = rt.sections(trusted.profile, trusted.tenant, query)
+    if not sections:
+        return (), ()
+    packed = evidence.retrieve(
         sections,
         tenant=trusted.tenant,
-        query=" ".join([trusted.submitted.goal, *_result_words(observation)]),
+        query=query,
         exclude=set(transcript.evidence_ids),
         budget=EVIDENCE_BUDGET,
         limit=EVIDENCE_PER_DECISION,

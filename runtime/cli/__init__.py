@@ -25,6 +25,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "db": ("runtime.cli.db", "db", "Migrate and check the database."),
     "eval": ("runtime.cli.eval", "eval_", "Run task sets as real tasks and report how often they succeed."),
     "events": ("runtime.cli.events", "events", "Read the event log, follow it, export it and import it."),
+    "knowledge": (
+        "runtime.cli.knowledge", "knowledge",
+        "The knowledge base: documents added with a tenant and scope, and what retrieval would hand a task.",
+    ),
     "mcp": ("runtime.cli.mcp", "mcp", "MCP servers: their state, and their tools with hashes and effects."),
     "memory": ("runtime.cli.memory", "memory", "What agentd remembers of a subject in a tenant: add, list, forget."),
     "model": (

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 # and finding nothing, says where it looked instead of making an empty folder to read.
 MAKERS = frozenset({
     ("task", "submit"), ("events", "import"), ("db", "upgrade"), ("schedule", "add"), ("serve",), ("start",),
-    ("eval", "tasks"),
+    ("eval", "tasks"), ("knowledge", "add"), ("memory", "add"),
 })
 
 

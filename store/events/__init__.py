@@ -36,6 +36,7 @@ from store.events.call import (
     ToolCallProposed,
     ToolCallStarted,
 )
+from store.events.knowledge import KNOWLEDGE_STREAM, DocumentAdded
 from store.events.mcp import MCP_TOOLS_STREAM, McpToolAccepted, McpToolsPinned, PinnedTool
 from store.events.memory import MEMORY_SOURCES, MEMORY_STREAM, MemoryForgotten, MemoryRecorded, MemorySource
 from store.events.notification import (
@@ -90,6 +91,8 @@ __all__ = [
     "ApiTokenRevoked",
     "MCP_TOOLS_STREAM",
     "McpToolAccepted",
+    "DocumentAdded",
+    "KNOWLEDGE_STREAM",
     "McpToolsPinned",
     "MEMORY_SOURCES",
     "MEMORY_STREAM",

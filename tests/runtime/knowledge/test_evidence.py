@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runtime.agent.knowledge import load_folder, retrieve
+from runtime.knowledge.evidence import load_folder, retrieve
 
 
 def write(folder: Path, name: str, meta: dict, sections: dict[str, str]) -> None:

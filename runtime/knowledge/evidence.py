@@ -10,8 +10,10 @@ A document is a Markdown file whose front matter names its id, version and scope
     supersedes: v6               (optional; a superseded version scores low on freshness)
     ---
 
-Each `##` section is one candidate, cited as `<id>@<version>#<anchor>`. Scope is a filter applied
-before anything is scored, so another tenant's text is never a candidate, not even a rejected one.
+Each `##` section is one candidate (a long one cut at paragraph boundaries), cited as
+`<id>@<version>#<anchor>`. Scope is a filter applied before anything is scored, so another tenant's
+text is never a candidate, not even a rejected one. Pure: text in, sections and rankings out; the
+knowledge base (base.py) keeps the documents and their index.
 """
 
 from __future__ import annotations
@@ -21,6 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
+from store.knowledge import Chunk
+
+# A section longer than this many words is cut at paragraph boundaries: one chunk should be one thing
+# a decision can use, and the evidence budget is spent in whole chunks.
+CHUNK_WORDS = 220
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
     "a an and are as at be by for from how i in is it my not of on or the this to was what why with you your".split()
@@ -58,28 +65,24 @@ class Packed:
 
 
 def load_folder(folder: Path) -> list[Section]:
-    """Every section of every document in `folder` (recursively), in a stable order."""
+    """Every chunk of every document in `folder` (recursively), in a stable order, read straight from the
+    files as the knowledge base would chunk them: for checking a folder without a data folder."""
     if not folder.is_dir():
         return []
-    docs = [_parse(p) for p in sorted(folder.rglob("*.md"))]
-    superseded = {(d["id"], v.strip()) for d in docs for v in d.get("supersedes", "").split(",") if v.strip()}
-    sections: list[Section] = []
-    for d in docs:
-        current = (d["id"], d["version"]) not in superseded
-        for anchor, title, text in d["sections"]:
-            sections.append(
-                Section(
-                    cite=f"{d['id']}@{d['version']}#{anchor}",
-                    doc_id=d["id"],
-                    version=d["version"],
-                    title=title,
-                    text=text,
-                    tenants=frozenset(t.strip() for t in d.get("tenants", "*").split(",") if t.strip()),
-                    authority=float(d.get("authority", "1.0")),
-                    current=current,
-                )
-            )
-    return sections
+    docs = []
+    for path in sorted(folder.rglob("*.md")):
+        meta, body = front_matter(path.read_text(encoding="utf-8"))
+        docs.append((meta.get("id", path.stem), meta.get("version", "v1"), meta, body))
+    superseded = {(doc_id, v.strip()) for doc_id, _, meta, _ in docs for v in meta.get("supersedes", "").split(",")}
+    return [
+        Section(
+            cite=c.cite, doc_id=doc_id, version=version, title=c.title, text=c.text,
+            tenants=frozenset(t.strip() for t in meta.get("tenants", "*").split(",") if t.strip()),
+            authority=float(meta.get("authority", "1.0")), current=(doc_id, version) not in superseded,
+        )
+        for doc_id, version, meta, body in docs
+        for c in chunks_of(doc_id, version, body)
+    ]
 
 
 def document_sections(
@@ -87,7 +90,7 @@ def document_sections(
 ) -> list[Section]:
     """A document from elsewhere (an MCP server's resource or prompt) as candidates: one per `##`
     section, or the whole text under its title when it has none."""
-    parts = _sections(text) or [(_anchor(title), title, text.strip())]
+    parts = split_sections(text) or [(anchor_of(title), title, text.strip())]
     return [
         Section(cite=f"{doc_id}@{version}#{anchor}", doc_id=doc_id, version=version, title=heading, text=body,
                 tenants=tenants, authority=authority, current=True)
@@ -96,35 +99,68 @@ def document_sections(
     ]
 
 
-def _parse(path: Path) -> dict:
-    text = path.read_text(encoding="utf-8")
-    meta: dict = {"id": path.stem, "version": "v1"}
+def front_matter(text: str) -> tuple[dict[str, str], str]:
+    """A document's front matter (`key: value` lines between `---` lines) and the text after it."""
+    meta: dict[str, str] = {}
     if text.startswith("---\n"):
-        head, _, text = text[4:].partition("\n---\n")
-        for line in head.splitlines():
-            key, sep, value = line.partition(":")
-            if sep:
-                meta[key.strip()] = value.strip()
-    meta["sections"] = _sections(text)
-    return meta
+        head, sep, rest = text[4:].partition("\n---\n")
+        if sep:
+            for line in head.splitlines():
+                key, colon, value = line.partition(":")
+                if colon:
+                    meta[key.strip()] = value.strip()
+            text = rest
+    return meta, text
 
 
-def _sections(text: str) -> list[tuple[str, str, str]]:
+def chunks_of(doc_id: str, version: str, text: str) -> list[Chunk]:
+    """A document's chunks: one per `##` section (the whole text under its first line when it has
+    none), a long section cut at paragraph boundaries into parts of about CHUNK_WORDS words."""
+    sections = split_sections(text)
+    if not sections:
+        title = next((line.lstrip("# ").strip() for line in text.splitlines() if line.strip()), doc_id)
+        sections = [(anchor_of(title), title, text.strip())]
+    chunks: list[Chunk] = []
+    for anchor, title, body in sections:
+        if not body:
+            continue
+        for n, part in enumerate(_parts(body), start=1):
+            chunks.append(Chunk(f"{doc_id}@{version}#{anchor if n == 1 else f'{anchor}-{n}'}", title, part))
+    return chunks
+
+
+def _parts(body: str) -> list[str]:
+    parts: list[str] = []
+    current: list[str] = []
+    words = 0
+    for paragraph in re.split(r"\n\s*\n", body):
+        n = len(paragraph.split())
+        if current and words + n > CHUNK_WORDS:
+            parts.append("\n\n".join(current))
+            current, words = [], 0
+        current.append(paragraph.strip())
+        words += n
+    if current:
+        parts.append("\n\n".join(current))
+    return [p for p in parts if p]
+
+
+def split_sections(text: str) -> list[tuple[str, str, str]]:
     out: list[tuple[str, str, str]] = []
     title, lines = None, []
     for line in text.splitlines():
         if line.startswith("## "):
             if title is not None:
-                out.append((_anchor(title), title, "\n".join(lines).strip()))
+                out.append((anchor_of(title), title, "\n".join(lines).strip()))
             title, lines = line[3:].strip(), []
         elif title is not None:
             lines.append(line)
     if title is not None:
-        out.append((_anchor(title), title, "\n".join(lines).strip()))
+        out.append((anchor_of(title), title, "\n".join(lines).strip()))
     return out
 
 
-def _anchor(title: str) -> str:
+def anchor_of(title: str) -> str:
     return "-".join(_WORD.findall(title.lower())) or "section"
 
 

@@ -1,0 +1,111 @@
+"""`agentd knowledge`: documents added to the knowledge base, and what retrieval would hand a task."""
+
+from __future__ import annotations
+
+import getpass
+from pathlib import Path
+
+import click
+
+from runtime.cli._app import App, json_option, pass_app
+from runtime.output import echo_json, table
+
+
+@click.group()
+def knowledge() -> None:
+    """The knowledge base: documents added with a tenant and scope, and what retrieval would hand a task."""
+
+
+def _base(app: App):
+    from runtime.artifacts import ArtifactStore
+    from runtime.knowledge.base import KnowledgeBase
+
+    s = app.settings()
+    store = app.store()
+    return KnowledgeBase(store, ArtifactStore(s.artifacts_dir), s.data_dir / "knowledge.db")
+
+
+@knowledge.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--tenant", "tenants", multiple=True, required=True,
+              help="Who may retrieve it (repeatable); * for every tenant.")
+@click.option("--scope", help="The scope it is retrieved in (default: general, which every profile reads).")
+@click.option("--authority", type=float, help="0 to 1: policy 1.0, how-to 0.7, forum post 0.3 (default: the "
+              "front matter's, else 1.0).")
+@json_option
+@pass_app
+def add(app: App, paths: tuple[Path, ...], tenants: tuple[str, ...], scope: str | None, authority: float | None,
+        as_json: bool) -> None:
+    """Add Markdown and text documents (folders: every .md and .txt file in them); a changed document is
+    a new version, the same text again adds nothing."""
+    base = _base(app)
+    try:
+        added = base.add_paths(paths, tenants=tenants, scope=scope, authority=authority,
+                               by=f"cli:{getpass.getuser()}")
+    finally:
+        base.close()
+    if as_json:
+        echo_json([{"doc_id": a.doc_id, "version": a.version, "chunks": a.chunks, "new": a.new} for a in added])
+        return
+    for a in added:
+        click.echo(f"{'added' if a.new else 'unchanged'} {a.doc_id}@{a.version} ({a.chunks} chunks)")
+
+
+@knowledge.command("list")
+@json_option
+@pass_app
+def list_(app: App, as_json: bool) -> None:
+    """Every version of every document: its tenants, scope, authority, and whether it is current."""
+    base = _base(app)
+    try:
+        base.catch_up()
+        docs = base.index.documents()
+    finally:
+        base.close()
+    if as_json:
+        echo_json([
+            {"doc_id": d.doc_id, "version": d.version, "seq": d.seq, "tenants": list(d.tenants), "scope": d.scope,
+             "authority": d.authority, "current": d.current, "chunks": d.chunks}
+            for d in docs
+        ])
+        return
+    click.echo(table(
+        [(d.doc_id, d.version, ",".join(d.tenants), d.scope, f"{d.authority:g}", "yes" if d.current else "no",
+          d.chunks) for d in docs],
+        ["DOCUMENT", "VERSION", "TENANTS", "SCOPE", "AUTHORITY", "CURRENT", "CHUNKS"],
+    ))
+
+
+@knowledge.command()
+@click.argument("query")
+@click.option("--tenant", required=True, help="The tenant whose task would ask.")
+@click.option("--scope", "scopes", multiple=True, help="Scopes read (repeatable; default: general).")
+@json_option
+@pass_app
+def search(app: App, query: str, tenant: str, scopes: tuple[str, ...], as_json: bool) -> None:
+    """What retrieval would hand a decision asking QUERY: the candidates in scope with their scores,
+    those selected and those left out, and why."""
+    from runtime.agent.request import EVIDENCE_BUDGET, EVIDENCE_MIN_SHARE, EVIDENCE_MIN_UTILITY, EVIDENCE_PER_DECISION
+    from runtime.inference.scripted import stand_in_tokens
+    from runtime.knowledge import evidence
+
+    base = _base(app)
+    try:
+        found = base.candidates(query, tenant=tenant, scopes=scopes or ("general",))
+    finally:
+        base.close()
+    packed = evidence.retrieve(
+        found, tenant=tenant, query=query, exclude=set(), budget=EVIDENCE_BUDGET, limit=EVIDENCE_PER_DECISION,
+        count=lambda text: len(stand_in_tokens(text)), min_utility=EVIDENCE_MIN_UTILITY, min_share=EVIDENCE_MIN_SHARE,
+    )
+    rows = [(c.section.cite, c.utility, c.tokens, "selected") for c in packed.selected]
+    rows += [(c.section.cite, c.utility, c.tokens, why) for c, why in packed.left_out]
+    if as_json:
+        echo_json({"candidates": len(found), "budget": packed.budget, "used": packed.used,
+                   "items": [{"cite": r[0], "utility": r[1], "tokens": r[2], "outcome": r[3]} for r in rows]})
+        return
+    if not rows:
+        click.echo(f"(no document of tenant {tenant} in scope {', '.join(scopes or ('general',))} matches)")
+        return
+    click.echo(table(rows, ["CITE", "UTILITY", "TOKENS", "OUTCOME"]))
+    click.echo(f"{len(packed.selected)} selected, {packed.used} of {packed.budget} tokens (estimated)")

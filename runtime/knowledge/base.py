@@ -1,0 +1,205 @@
+"""The knowledge base: documents added as events, their text kept by hash, their chunks in an FTS5 index.
+
+`agentd knowledge add` and a profile's knowledge folder both come here. Adding a document records
+DocumentAdded (its id, version, tenants, scope, authority and the sha256 of its text, which goes to
+the artifact store); the index is derived from those events and caught up before every search, so a
+document added by another process, or changed in a profile's folder, is found at the next decision,
+not after a restart. Adding the same text again adds nothing; other text under the same id is a new
+version, and the one before stays citable but superseded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from runtime.artifacts import REF_PREFIX, ArtifactStore
+from runtime.errors import InvalidCommand
+from runtime.knowledge import evidence
+from store.events import KNOWLEDGE_STREAM, DocumentAdded
+from store.knowledge import KnowledgeIndex
+
+# The kinds of file a folder's documents are read from.
+SUFFIXES = (".md", ".markdown", ".txt")
+# How many chunks BM25 hands to the utility ranking (the design's 10 to 20).
+CANDIDATES = 20
+# The scope of a document added without one, and of every profile's tasks.
+GENERAL = "general"
+_NAME = re.compile(r"^[a-z0-9][a-z0-9:_.-]{0,99}$")
+
+
+@dataclass(frozen=True)
+class Added:
+    doc_id: str
+    version: str
+    chunks: int
+    new: bool  # False: the same text was there already, nothing was recorded
+
+
+def folder_scope(profile: str) -> str:
+    """The scope of a profile's own knowledge folder: its documents are that profile's evidence only."""
+    return f"profile:{profile}"
+
+
+class KnowledgeBase:
+    def __init__(self, store, artifacts: ArtifactStore, index: Path | None = None) -> None:
+        self.store = store
+        self.artifacts = artifacts
+        # Without a file (a runtime of tests and tools), the index is built in memory from the log.
+        self.index = KnowledgeIndex(index if index is not None else ":memory:")
+        # (mtime_ns, size) of each folder file as last synced: an unchanged folder costs one stat a file.
+        self._seen: dict[Path, tuple[int, int]] = {}
+
+    def close(self) -> None:
+        self.index.close()
+
+    # -- adding ----------------------------------------------------------------------------------------
+
+    def add_paths(
+        self, paths: Iterable[Path], *, tenants: Sequence[str] | None, scope: str | None, by: str,
+        authority: float | None = None,
+    ) -> list[Added]:
+        """Every document file among `paths` (folders read recursively), checked whole before any is added."""
+        files: list[Path] = []
+        for p in paths:
+            if p.is_dir():
+                files += sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in SUFFIXES)
+            elif p.is_file():
+                files.append(p)
+            else:
+                raise InvalidCommand(f"{p}: no such file or folder")
+        if not files:
+            raise InvalidCommand("no documents to add (.md, .markdown or .txt files)")
+        docs = [_read(f) for f in files]
+        for tenant in tenants or ():
+            _check_name("tenant", tenant, allow_all=True)
+        if scope is not None:
+            _check_name("scope", scope)
+        if authority is not None and not 0.0 <= authority <= 1.0:
+            raise InvalidCommand(f"authority {authority}: a number from 0 to 1")
+        return [self._add(d, tenants=tenants, scope=scope, default_scope=GENERAL, authority=authority, by=by)
+                for d in docs]
+
+    def sync(self, folder: Path, *, scope: str, by: str = "agentd") -> None:
+        """A profile's knowledge folder into the base: each file new or changed since it was last seen."""
+        if not folder.is_dir():
+            return
+        for f in sorted(folder.rglob("*")):
+            if not f.is_file() or f.suffix.lower() not in SUFFIXES:
+                continue
+            st = f.stat()
+            if self._seen.get(f) == (st.st_mtime_ns, st.st_size):
+                continue
+            self._add(_read(f), tenants=None, scope=None, default_scope=scope, authority=None, by=by)
+            self._seen[f] = (st.st_mtime_ns, st.st_size)
+
+    def _add(
+        self, doc: _Document, *, tenants: Sequence[str] | None, scope: str | None, default_scope: str,
+        authority: float | None, by: str,
+    ) -> Added:
+        """One document; `tenants`, `scope` and `authority`, where given, stand over its front matter's."""
+        self.catch_up()
+        meta = doc.meta
+        doc_id = meta.get("id") or doc.path.stem
+        latest = self.index.latest(doc_id)
+        if latest is not None and latest[1] == doc.sha256:
+            return Added(doc_id, latest[0], len(evidence.chunks_of(doc_id, latest[0], doc.text)), new=False)
+        version = meta.get("version") or meta.get("effective") or f"v{len(self.index.versions(doc_id)) + 1}"
+        if version in self.index.versions(doc_id):
+            # The text changed and its front matter did not: a version of its own all the same.
+            version = f"{version}+{doc.sha256[:8]}"
+        who = tuple(tenants) if tenants else tuple(
+            t.strip() for t in meta.get("tenants", "*").split(",") if t.strip()
+        ) or ("*",)
+        try:
+            weight = authority if authority is not None else float(meta.get("authority", "1.0"))
+            event = DocumentAdded(
+                doc_id=doc_id, version=version, sha256=doc.sha256, source=str(doc.path), tenants=who,
+                scope=scope or meta.get("scope") or default_scope, authority=weight,
+                supersedes=tuple(v.strip() for v in meta.get("supersedes", "").split(",") if v.strip()),
+            )
+        except ValueError as e:
+            raise InvalidCommand(f"{doc.path}: {_first_error(e)}") from None
+        # The text first: an event never names a text the store does not hold.
+        self.artifacts.put(doc.raw)
+        self.store.append(KNOWLEDGE_STREAM, [event], actor=by)
+        self.catch_up()
+        return Added(doc_id, version, len(evidence.chunks_of(doc_id, version, doc.text)), new=True)
+
+    # -- the index, from the log -----------------------------------------------------------------------
+
+    def catch_up(self) -> None:
+        """Apply the DocumentAdded events the index does not hold yet (all of them, for a new index)."""
+        head = self.store.stream_version(KNOWLEDGE_STREAM)
+        if head == self.index.applied():
+            return
+        if head < self.index.applied():
+            # The index is of another log (a data folder restored from a copy): built again from this one.
+            self.index.clear()
+        for rec in self.store.read_stream(KNOWLEDGE_STREAM):
+            if rec.stream_version <= self.index.applied():
+                continue
+            e = rec.event
+            if not isinstance(e, DocumentAdded):
+                self.index.skip(rec.stream_version)
+                continue
+            text = evidence.front_matter(self.artifacts.get(REF_PREFIX + e.sha256).decode("utf-8"))[1]
+            self.index.add(
+                seq=rec.seq, stream_version=rec.stream_version, doc_id=e.doc_id, version=e.version,
+                sha256=e.sha256, tenants=e.tenants, scope=e.scope, authority=e.authority, supersedes=e.supersedes,
+                chunks=evidence.chunks_of(e.doc_id, e.version, text),
+            )
+
+    # -- retrieval -------------------------------------------------------------------------------------
+
+    def candidates(
+        self, query: str, *, tenant: str, scopes: Sequence[str], limit: int = CANDIDATES
+    ) -> list[evidence.Section]:
+        """The chunks BM25 ranks best for `query` among those `tenant` may read in `scopes`, as sections
+        for the utility ranking. Out-of-scope chunks are filtered by the index's query, never here."""
+        self.catch_up()
+        found = self.index.candidates(evidence.terms(query), tenant=tenant, scopes=scopes, limit=limit)
+        return [
+            evidence.Section(
+                cite=c.cite, doc_id=c.doc_id, version=c.version, title=c.title, text=c.text,
+                tenants=frozenset(c.tenants), authority=c.authority, current=c.current,
+            )
+            for c in found
+        ]
+
+
+@dataclass(frozen=True)
+class _Document:
+    path: Path
+    raw: bytes
+    sha256: str
+    meta: dict[str, str]
+    text: str
+
+
+def _read(path: Path) -> _Document:
+    try:
+        raw = path.read_bytes()
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidCommand(f"{path}: not UTF-8 text") from None
+    except OSError as e:
+        raise InvalidCommand(f"{path}: {e.strerror}") from None
+    meta, text = evidence.front_matter(decoded)
+    return _Document(path, raw, hashlib.sha256(raw).hexdigest(), meta, text)
+
+
+def _check_name(what: str, value: str, *, allow_all: bool = False) -> None:
+    if not (_NAME.match(value) or (allow_all and value == "*")):
+        raise InvalidCommand(f"{what} {value!r}: lowercase letters, digits, ':', '.', '_' and '-'")
+
+
+def _first_error(e: ValueError) -> str:
+    errors = getattr(e, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+    return str(e)

@@ -1,0 +1,186 @@
+"""The knowledge base: documents added as events, chunks in FTS5, retrieved within tenant and scope."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from runtime.artifacts import ArtifactStore
+from runtime.errors import InvalidCommand
+from runtime.knowledge import evidence
+from runtime.knowledge.base import KnowledgeBase, folder_scope
+from runtime.knowledge.evidence import CHUNK_WORDS, chunks_of
+from store.events import KNOWLEDGE_STREAM, DocumentAdded, EvidenceRetrieved
+from tests.helpers import answer, events, run, scripted_runtime, submit
+from tests.helpers.cli import one_error_line
+
+RUNBOOK = """---
+id: runbook/keys
+version: v1
+---
+# API keys
+
+## Revoked keys
+
+A revoked key never comes back. Offer a rotation, which a person approves.
+
+## Rate limits
+
+Too many requests answer 429; wait a minute.
+"""
+
+
+REVOKED = "runbook/keys@v1#revoked-keys"
+
+
+@pytest.fixture
+def base(store, data_dir: Path):
+    kb = KnowledgeBase(store, ArtifactStore(data_dir / "artifacts"), data_dir / "knowledge.db")
+    yield kb
+    kb.close()
+
+
+def doc(folder: Path, name: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text)
+    return folder / name
+
+
+def cites(sections) -> list[str]:
+    return [s.cite for s in sections]
+
+
+def test_a_document_is_added_as_an_event_and_found_by_its_sections(base, store, tmp_path) -> None:
+    [added] = base.add_paths([doc(tmp_path / "docs", "keys.md", RUNBOOK)], tenants=["acme"], scope=None, by="cli:me")
+    assert (added.doc_id, added.version, added.chunks, added.new) == ("runbook/keys", "v1", 2, True)
+    [rec] = store.read_stream(KNOWLEDGE_STREAM)
+    assert isinstance(rec.event, DocumentAdded) and rec.actor == "cli:me"
+    assert (rec.event.tenants, rec.event.scope) == (("acme",), "general")
+    found = base.candidates("my key was revoked", tenant="acme", scopes=["general"])
+    assert cites(found)[0] == "runbook/keys@v1#revoked-keys"
+
+
+def test_the_same_text_again_adds_nothing_and_changed_text_is_a_new_version_the_old_one_superseded(
+    base, store, tmp_path
+) -> None:
+    path = doc(tmp_path / "docs", "keys.md", RUNBOOK)
+    base.add_paths([path], tenants=["acme"], scope=None, by="cli:me")
+    [again] = base.add_paths([path], tenants=["acme"], scope=None, by="cli:me")
+    assert not again.new and len(store.read_stream(KNOWLEDGE_STREAM)) == 1
+    path.write_text(RUNBOOK.replace("never comes back", "never comes back, not even on request"))
+    [changed] = base.add_paths([path], tenants=["acme"], scope=None, by="cli:me")
+    assert changed.new and changed.version.startswith("v1+")
+    found = base.candidates("revoked key", tenant="acme", scopes=["general"])
+    new, old = (next(s for s in found if s.cite.startswith(f"runbook/keys@{v}#revoked"))
+                for v in (changed.version, "v1"))
+    assert new.current and not old.current, "the old version stays citable, superseded"
+    packed = evidence.retrieve(found, tenant="acme", query="revoked key", exclude=set(), budget=1000, limit=3,
+                                count=len)
+    assert [c.section.cite for c in packed.selected][0] == new.cite
+    assert old.cite not in [c.section.cite for c in packed.selected], "freshness keeps the old version out"
+
+
+def test_another_tenants_or_another_scopes_chunks_are_never_candidates(base, tmp_path) -> None:
+    # Many generated documents over two tenants and two scopes, searched with their own words: a chunk
+    # acme may not read never comes back, however well it matches.
+    rng = random.Random(28)
+    words = "key plan invoice rotation refund outage quota region backup token".split()
+    for n in range(60):
+        tenant = rng.choice(["acme", "globex", "*"])
+        scope = rng.choice(["general", "billing"])
+        body = " ".join(rng.choices(words, k=12))
+        name = f"d{n}-{tenant.strip('*') or 'all'}-{scope}"
+        path = doc(tmp_path / "gen", f"{name}.md", f"---\nid: {name}\n---\n## S\n\n{body}\n")
+        base.add_paths([path], tenants=[tenant], scope=scope, by="cli:me")
+    for _ in range(40):
+        query = " ".join(rng.sample(words, 3))
+        found = base.candidates(query, tenant="acme", scopes=["general"], limit=20)
+        assert found, query
+        for s in found:
+            assert "globex" not in s.doc_id and s.doc_id.endswith("-general"), (query, s.cite)
+
+
+def test_a_profiles_folder_changed_while_agentd_runs_is_seen_at_the_next_decision(base, tmp_path) -> None:
+    folder = tmp_path / "knowledge"
+    doc(folder, "keys.md", RUNBOOK)
+    scope = folder_scope("support")
+    base.sync(folder, scope=scope)
+    assert cites(base.candidates("outage status page", tenant="acme", scopes=[scope])) == []
+    doc(folder, "outages.md", "---\nid: runbook/outages\n---\n## Outage\n\nSee the status page during an outage.\n")
+    base.sync(folder, scope=scope)
+    assert cites(base.candidates("outage status page", tenant="acme", scopes=[scope])) == [
+        "runbook/outages@v1#outage"
+    ]
+    assert base.candidates("outage", tenant="acme", scopes=["general"]) == [], "a folder is its profile's own"
+
+
+def test_the_index_is_built_again_from_the_log_when_it_is_lost(store, data_dir, tmp_path) -> None:
+    artifacts = ArtifactStore(data_dir / "artifacts")
+    first = KnowledgeBase(store, artifacts, data_dir / "knowledge.db")
+    first.add_paths([doc(tmp_path / "docs", "keys.md", RUNBOOK)], tenants=["acme"], scope=None, by="cli:me")
+    before = cites(first.candidates("revoked rate", tenant="acme", scopes=["general"]))
+    first.close()
+    for f in data_dir.glob("knowledge.db*"):
+        f.unlink()
+    again = KnowledgeBase(store, artifacts, data_dir / "knowledge.db")
+    assert cites(again.candidates("revoked rate", tenant="acme", scopes=["general"])) == before != []
+    again.close()
+
+
+def test_a_long_section_is_cut_at_paragraph_boundaries() -> None:
+    paragraph = " ".join(["word"] * (CHUNK_WORDS // 2 + 10))
+    chunks = chunks_of("guide", "v1", f"## Setup\n\n{paragraph}\n\n{paragraph}\n\n{paragraph}\n")
+    assert [c.cite for c in chunks] == ["guide@v1#setup", "guide@v1#setup-2", "guide@v1#setup-3"]
+    assert all(c.text == paragraph for c in chunks)
+    [whole] = chunks_of("notes", "v1", "Holiday policy: 25 days a year.\n")
+    assert (whole.cite, whole.text) == ("notes@v1#holiday-policy-25-days-a-year", "Holiday policy: 25 days a year.")
+
+
+def test_bad_input_adds_nothing(base, store, tmp_path) -> None:
+    good = doc(tmp_path / "docs", "keys.md", RUNBOOK)
+    binary = tmp_path / "docs" / "blob.txt"
+    binary.write_bytes(b"\xff\xfe\x00")
+    cases = [
+        ([good, tmp_path / "missing.md"], ["acme"], None, "no such file or folder"),
+        ([good, binary], ["acme"], None, "not UTF-8 text"),
+        ([good], ["Acme Corp"], None, "tenant 'Acme Corp'"),
+        ([good], ["acme"], "Billing Dept", "scope 'Billing Dept'"),
+        ([tmp_path / "empty"], ["acme"], None, "no such file"),
+    ]
+    for paths, tenants, scope, message in cases:
+        with pytest.raises(InvalidCommand, match=message):
+            base.add_paths(paths, tenants=tenants, scope=scope, by="cli:me")
+    assert store.read_stream(KNOWLEDGE_STREAM) == []
+
+
+def test_a_support_task_is_shown_only_its_tenants_documents(store, data_dir, tmp_path) -> None:
+    from runtime.agent.profiles import Profile
+
+    folder = tmp_path / "knowledge"
+    doc(folder, "keys.md", RUNBOOK.replace("id: runbook/keys", "id: runbook/keys\ntenants: acme"))
+    doc(folder, "globex.md", "---\nid: policy/globex\ntenants: globex\n---\n## Revoked keys\n\nGlobex: revoked key.\n")
+    rt = scripted_runtime(store, data_dir, [answer("A revoked key never comes back.", REVOKED)])
+    rt.profiles["helpdesk"] = Profile(name="helpdesk", role="You answer questions.", knowledge=folder)
+    task_id = submit(store, tmp_path, "Why was my key revoked?", profile="helpdesk", tenant="acme")
+    run(rt, task_id)
+    [retrieved] = events(store, task_id, EvidenceRetrieved)
+    considered = [i.cite for i in retrieved.items] + [o.source for o in retrieved.left_out]
+    assert [i.cite for i in retrieved.items] == [REVOKED]
+    assert not any("globex" in c for c in considered)
+
+
+def test_the_cli_adds_lists_and_searches_and_refuses_bad_input_in_one_line(agentd, tmp_path) -> None:
+    path = doc(tmp_path / "docs", "keys.md", RUNBOOK)
+    added = agentd("knowledge", "add", str(path), "--tenant", "acme", "--scope", "support")
+    assert added.returncode == 0 and added.stdout == "added runbook/keys@v1 (2 chunks)\n"
+    listed = agentd("knowledge", "list")
+    assert "runbook/keys  v1       acme     support" in listed.stdout
+    found = agentd("knowledge", "search", "revoked key", "--tenant", "acme", "--scope", "support")
+    assert found.stdout.splitlines()[1].startswith("runbook/keys@v1#revoked-keys") and "selected" in found.stdout
+    other = agentd("knowledge", "search", "revoked key", "--tenant", "globex", "--scope", "support")
+    assert "runbook" not in other.stdout
+    one_error_line(agentd("knowledge", "add", str(path), "--tenant", "acme", "--authority", "3"), "authority 3.0")
+    one_error_line(agentd("knowledge", "add", str(tmp_path / "nope.md"), "--tenant", "acme"), "no such file")
+    assert agentd("knowledge", "add", str(path)).returncode == 2, "--tenant is required"
