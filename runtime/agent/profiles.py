@@ -59,6 +59,8 @@ class Profile(BaseModel):
     # The knowledge base's scopes the profile's tasks read, besides its own folder's: a document added
     # with `agentd knowledge add --scope S` reaches only the profiles that list S.
     knowledge_scopes: tuple[str, ...] = ("general",)
+    # The purposes of memories the profile's tasks load (`agentd memory add --purpose`); none: its name.
+    memory_purposes: tuple[str, ...] = ()
     max_output_tokens: int = Field(384, ge=16)
     # Whether the agent can hand a task over to a person (`escalate`). Where the person is the user who
     # asked, an answer saying what could not be done is that hand-over, and a small model offered an

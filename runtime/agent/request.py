@@ -8,7 +8,7 @@ import hashlib
 import re
 from typing import Mapping, Sequence
 
-from runtime import content
+from runtime import content, memory
 from runtime.agent import context, goal, notes, policy as policy_, proposal, relevance
 from runtime.agent.blocks import Block
 from runtime.agent.choices import Choices, choices_for
@@ -44,9 +44,10 @@ def retrieve_evidence(
     last_read = transcript.last_read
     observation = transcript.results[last_read.label].observation if last_read else {}
     query = " ".join([trusted.submitted.goal, *_result_words(observation)])
+    remembered, forgotten = recall(rt, trusted, set(transcript.evidence_ids))
     sections = rt.sections(trusted.profile, trusted.tenant, query)
     if not sections:
-        return (), ()
+        return remembered, forgotten
     packed = evidence.retrieve(
         sections,
         tenant=trusted.tenant,
@@ -75,7 +76,43 @@ def retrieve_evidence(
     left_out = tuple(
         LeftOut(source=c.section.cite, kind="evidence", tokens=c.tokens, reason=reason) for c, reason in packed.left_out
     )
-    return items, left_out
+    return remembered + items, forgotten + left_out
+
+
+MEMORY_PER_DECISION = 5
+MEMORY_BUDGET = 400
+
+
+def recall(rt: Runtime, trusted: Trusted, shown: set[str]) -> tuple[tuple[EvidenceItem, ...], tuple[LeftOut, ...]]:
+    """What agentd remembers for this decision: the memories of the task's subject (who submitted it) in
+    its tenant, for the profile's purposes, current and of a known source, not shown yet; fenced as
+    data like any evidence, a model's inference labelled as a hypothesis. The rest is left out with the
+    check that refused it, except another subject's or tenant's, whose existence is not this task's to know."""
+    from store.events import MEMORY_STREAM
+
+    loaded = memory.load(
+        memory.memories(rt.store.read_stream(MEMORY_STREAM)), subject=trusted.actor, tenant=trusted.tenant,
+        purposes=trusted.profile.memory_purposes or (trusted.profile.name,), now=trusted.now,
+    )
+    items: list[EvidenceItem] = []
+    left_out = [LeftOut(source=f"memory:{r.memory_id}", kind="memory", tokens=0, reason=r.why) for r in loaded.left_out]
+    used = 0
+    hypothesis = "Hypothesis, inferred by a model, unverified"
+    for m, label in [(m, "Remembered") for m in loaded.facts] + [(m, hypothesis) for m in loaded.hypotheses]:
+        cite = f"memory:{m.memory_id}"
+        if cite in shown:
+            continue
+        text = f"{label} ({m.source}, {m.created_at[:10]}, purpose {m.purpose}): {m.text}"
+        tokens = rt.model.count(text)
+        if len(items) >= MEMORY_PER_DECISION or used + tokens > MEMORY_BUDGET:
+            left_out.append(LeftOut(source=cite, kind="memory", tokens=tokens, reason="over the memory budget"))
+            continue
+        used += tokens
+        items.append(EvidenceItem(
+            cite=cite, source=f"memory:{m.source}", sha256=hashlib.sha256(text.encode()).hexdigest(), text=text,
+            utility=0.5 if label == hypothesis else 1.0, tokens=tokens,
+        ))
+    return tuple(items), tuple(left_out)
 
 
 _NOT_WORDS = frozenset({"tool", "status", "sha256", "artifact_ref"})
