@@ -21,6 +21,7 @@ from runtime.agent.blocks import Block, join, neutralize, step_calls
 from runtime.agent.goal import message_turn
 from runtime.errors import ContextOverflow
 from runtime.inference.model import Message
+from runtime.skills.review import instruction_flags
 from store.events import (
     AnswerGiven,
     ArtifactWritten,
@@ -444,8 +445,10 @@ def failure_block(e: SkillActivationFailed) -> Block:
 
 
 def evidence_block(item) -> Block:
-    # Shown under its cite, the id the runbook and skills tell the model to cite.
-    return Block(item.cite, "evidence", item.source, "untrusted", item.text, item.version)
+    # Shown under its cite, the id the runbook and skills tell the model to cite; what reads like
+    # instructions in it is named in the manifest, as an MCP result's is.
+    return Block(item.cite, "evidence", item.source, "untrusted", item.text, item.version,
+                 flags=tuple(instruction_flags(item.text)))
 
 
 NOTIFICATION_LINES = 20

@@ -21,6 +21,7 @@ from runtime.errors import ContextOverflow
 from runtime.knowledge import evidence
 from runtime.mcp.tool import contract_of
 from runtime.skills import activation
+from runtime.skills.review import instruction_flags
 from runtime.tools import ToolContext, ToolContract
 from runtime.tools.finder import best_lines
 from runtime.tools.schema import inline_schema
@@ -34,6 +35,13 @@ EVIDENCE_MIN_UTILITY = 0.2
 # And it must be close to the best match: measured on the default model, shown the expired-key and
 # rate-limit sections beside the revoked-key one, it explained a revoked key as an expired plan or a 429.
 EVIDENCE_MIN_SHARE = 0.5
+# What instruction-like text ("ignore previous instructions", "do not tell the user") costs a section's
+# utility: a runbook that gives orders to the reader is worth less as evidence, and, shown, still data.
+INJECTION_RISK = 0.3
+
+
+def injection_risk(section: evidence.Section) -> float:
+    return INJECTION_RISK if instruction_flags(section.text) else 0.0
 
 
 def retrieve_evidence(
@@ -58,6 +66,7 @@ def retrieve_evidence(
         count=rt.model.count,
         min_utility=EVIDENCE_MIN_UTILITY,
         min_share=EVIDENCE_MIN_SHARE,
+        risk=injection_risk,
     )
     # Shown best last, next to the decision: measured on the default model with an injected on-call note
     # after the runbook section, it answered right and cited the note.

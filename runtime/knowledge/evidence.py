@@ -190,8 +190,10 @@ def retrieve(
     count: Callable[[str], int],
     min_utility: float = 0.0,
     min_share: float = 0.0,
+    risk: Callable[[Section], float] = lambda s: 0.0,
 ) -> Packed:
-    """Authorize, score, pack: utility = relevance x authority x freshness - redundancy (seed 000).
+    """Authorize, score, pack: utility = relevance x authority x freshness - redundancy - injection risk
+    (seed 000). `risk` is what a section's instruction-like text costs it: still only data if shown.
 
     A superseded version is both stale (freshness 0.2) and redundant with its successor, so it scores
     at or below zero and stays out however large the budget. A second section of a document already
@@ -203,7 +205,7 @@ def retrieve(
     q = terms(query)
 
     def base(s: Section) -> float:
-        return relevance(q, s) * s.authority * (1.0 if s.current else 0.2) - (0.0 if s.current else 0.2)
+        return relevance(q, s) * s.authority * (1.0 if s.current else 0.2) - (0.0 if s.current else 0.2) - risk(s)
 
     scored = [(base(s), s) for s in sections if s.allowed_for(tenant)]
     floor = max(min_utility, min_share * max((b for b, _ in scored), default=0.0))

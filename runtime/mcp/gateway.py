@@ -28,6 +28,7 @@ from runtime.mcp.document import Document
 from runtime.mcp.secret import secrets_of
 from runtime.mcp.tool import McpTool, arguments_model, pinned
 from runtime.mcp_settings import EvidenceTerms, McpSettings
+from runtime.skills.review import instruction_flags
 from runtime.tools import ToolRegistry
 from runtime.tools.schema import inline_schema
 from store import EventStore
@@ -228,7 +229,7 @@ class Gateway:
     def _unusable(self, entry: PinnedTool) -> str | None:
         if not _TOOL_NAME.fullmatch(entry.name):
             return "its name is not lowercase letters, digits and '_' (what agentd's tool names are)"
-        found = result.flags(entry.description)
+        found = instruction_flags(entry.description)
         if found:
             # The description goes into the trusted prefix: one that reads like orders is not offered.
             return f"its description reads like instructions: {found[0]}"

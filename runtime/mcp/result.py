@@ -18,7 +18,6 @@ from pydantic import BaseModel, Field
 from referencing import Registry
 from referencing.exceptions import Unresolvable
 
-from runtime.skills.review import INSTRUCTIONS
 from runtime.tools.contract import ToolFailure
 
 # Characters of a long result's text the observation keeps beside its artifact ref.
@@ -52,15 +51,6 @@ def text_of(blocks: list[Any]) -> str:
         else:
             parts.append(f"[{kind or type(block).__name__} content]")
     return "\n".join(parts)
-
-
-def flags(text: str) -> list[str]:
-    """Instruction-like phrases in `text`, one per reason and phrase, as `reason: "phrase"`."""
-    found: dict[str, None] = {}
-    for pattern, reason in INSTRUCTIONS:
-        for m in pattern.finditer(text):
-            found[f'{reason}: "{" ".join(m[0].split())}"'] = None
-    return list(found)
 
 
 def check_structured(tool: str, schema: dict[str, Any] | None, structured: Any) -> None:

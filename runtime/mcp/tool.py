@@ -14,6 +14,7 @@ from runtime.canonical import canonical_json
 from runtime.mcp import FACT_MCP_PINNED, result
 from runtime.mcp.secret import leaked
 from runtime.mcp_settings import Terms
+from runtime.skills.review import instruction_flags
 from runtime.tools.contract import Effect, Tool, ToolContext, ToolContract, ToolFailure, ToolRefused
 from store.events import PinnedTool
 
@@ -150,7 +151,9 @@ class McpTool(Tool[BaseModel, result.McpResult]):
             raise ToolFailure("tool_error", f"{self.server} answered with an error: {text or 'no text'}")
         structured = answer.structured_content
         result.check_structured(self.name, self.entry.output_schema, structured)
-        found = result.flags(text) + result.flags(canonical_json(structured) if structured is not None else "")
+        found = instruction_flags(text)
+        if structured is not None:
+            found += instruction_flags(canonical_json(structured))
         return result.McpResult(
             server=self.server, content=text, structured_content=structured, flagged=list(dict.fromkeys(found))
         )

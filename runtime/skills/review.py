@@ -468,6 +468,16 @@ INSTRUCTIONS = _patterns(
 )
 
 
+def instruction_flags(text: str) -> list[str]:
+    """Instruction-like phrases in `text`, one per reason and phrase, as `reason: "phrase"`: what a
+    person reading a manifest is shown of data that reads like orders (an MCP result, a document)."""
+    found: dict[str, None] = {}
+    for pattern, reason in INSTRUCTIONS:
+        for m in pattern.finditer(text):
+            found[f'{reason}: "{" ".join(m[0].split())}"'] = None
+    return list(found)
+
+
 def _scan_instructions(rel: Path, text: str) -> list[Finding]:
     findings = {}
     for pattern, reason in INSTRUCTIONS:
