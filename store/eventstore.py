@@ -132,9 +132,10 @@ class EventStore:
         with self.reading() as conn:
             return log.stream_version(conn, stream_id)
 
-    def read_stream(self, stream_id: str, until: int | None = None) -> list[Recorded]:
+    def read_stream(self, stream_id: str, until: int | None = None, after: int = 0) -> list[Recorded]:
+        """The stream's events in order, those with seq in (after, until]."""
         with self.reading() as conn:
-            return list(log.iter_records(conn, stream_id=stream_id, until=until))
+            return list(log.iter_records(conn, stream_id=stream_id, until=until, after=after))
 
     def task(self, task_id: str) -> TaskState | None:
         """The task as the projection holds it now."""

@@ -20,7 +20,9 @@ from store.fulltext import Transaction
 # Bumped whenever SCHEMA changes: the index is derived, so one of another version is built again.
 VERSION = 1
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS applied (id INTEGER PRIMARY KEY CHECK (id = 1), stream_version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS applied (
+    id INTEGER PRIMARY KEY CHECK (id = 1), stream_version INTEGER NOT NULL, seq INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS documents (
     doc_id TEXT NOT NULL, version TEXT NOT NULL, seq INTEGER NOT NULL, sha256 TEXT NOT NULL, tenants TEXT NOT NULL,
     scope TEXT NOT NULL, authority REAL NOT NULL, superseded INTEGER NOT NULL DEFAULT 0, chunks INTEGER NOT NULL,
@@ -87,12 +89,12 @@ class KnowledgeIndex:
     def clear(self) -> None:
         self._conn.executescript(
             f"DROP TABLE IF EXISTS chunks; DROP TABLE IF EXISTS documents; DROP TABLE IF EXISTS applied; {SCHEMA}"
-            f"INSERT INTO applied VALUES (1, 0); PRAGMA user_version = {VERSION};"
+            f"INSERT INTO applied VALUES (1, 0, 0); PRAGMA user_version = {VERSION};"
         )
 
-    def applied(self) -> int:
-        """The version of the knowledge stream the index holds everything of."""
-        return self._conn.execute("SELECT stream_version FROM applied").fetchone()[0]
+    def applied(self) -> tuple[int, int]:
+        """The version of the knowledge stream the index holds everything of, and that event's seq."""
+        return self._conn.execute("SELECT stream_version, seq FROM applied").fetchone()
 
     def add(
         self, *, seq: int, stream_version: int, doc_id: str, version: str, sha256: str, tenants: Sequence[str],
@@ -104,7 +106,11 @@ class KnowledgeIndex:
                 "UPDATE documents SET superseded = 1 WHERE doc_id = ? AND (seq < ? OR version IN (SELECT value "
                 "FROM json_each(?)))", (doc_id, seq, json.dumps(list(supersedes))),
             )
-            self._conn.execute("DELETE FROM chunks WHERE doc_id = ? AND version = ?", (doc_id, version))
+            # doc_id is not an indexed column of chunks: deleting by it scans every chunk, so only when a
+            # version is indexed again (a rebuild over a half-applied index), never per added document.
+            key = (doc_id, version)
+            if self._conn.execute("SELECT 1 FROM documents WHERE doc_id = ? AND version = ?", key).fetchone():
+                self._conn.execute("DELETE FROM chunks WHERE doc_id = ? AND version = ?", key)
             who = "," + ",".join(tenants) + ","
             self._conn.execute(
                 "INSERT OR REPLACE INTO documents (doc_id, version, seq, sha256, tenants, scope, authority, chunks) "
@@ -114,11 +120,11 @@ class KnowledgeIndex:
                 "INSERT INTO chunks (cite, doc_id, version, title, text, tenants, scope) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(c.cite, doc_id, version, c.title, c.text, who, scope) for c in chunks],
             )
-            self._conn.execute("UPDATE applied SET stream_version = ?", (stream_version,))
+            self._conn.execute("UPDATE applied SET stream_version = ?, seq = ?", (stream_version, seq))
 
-    def skip(self, stream_version: int) -> None:
-        """Mark events of the stream that add nothing to the index as applied."""
-        self._conn.execute("UPDATE applied SET stream_version = ?", (stream_version,))
+    def skip(self, stream_version: int, seq: int) -> None:
+        """Mark an event of the stream that adds nothing to the index as applied."""
+        self._conn.execute("UPDATE applied SET stream_version = ?, seq = ?", (stream_version, seq))
 
     def latest(self, doc_id: str) -> tuple[str, str] | None:
         """The newest version of `doc_id` and its text's sha256, or None."""

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from runtime import logs
 from runtime.artifacts import REF_PREFIX, ArtifactStore
 from runtime.errors import InvalidCommand
 from runtime.knowledge import evidence
@@ -28,6 +29,7 @@ SUFFIXES = (".md", ".markdown", ".txt")
 CANDIDATES = 20
 # The scope of a document added without one, and of every profile's tasks.
 GENERAL = "general"
+log = logs.get_logger("agentd.knowledge")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9:_.-]{0,99}$")
 
 
@@ -80,71 +82,94 @@ class KnowledgeBase:
             _check_name("scope", scope)
         if authority is not None and not 0.0 <= authority <= 1.0:
             raise InvalidCommand(f"authority {authority}: a number from 0 to 1")
-        return [self._add(d, tenants=tenants, scope=scope, default_scope=GENERAL, authority=authority, by=by)
-                for d in docs]
+        return self._add(docs, tenants=tenants, scope=scope, default_scope=GENERAL, authority=authority, by=by)
 
     def sync(self, folder: Path, *, scope: str, by: str = "agentd") -> None:
         """A profile's knowledge folder into the base: each file new or changed since it was last seen."""
         if not folder.is_dir():
             return
+        changed: dict[Path, tuple[int, int]] = {}
         for f in sorted(folder.rglob("*")):
-            if not f.is_file() or f.suffix.lower() not in SUFFIXES:
-                continue
-            st = f.stat()
-            if self._seen.get(f) == (st.st_mtime_ns, st.st_size):
-                continue
-            self._add(_read(f), tenants=None, scope=None, default_scope=scope, authority=None, by=by)
-            self._seen[f] = (st.st_mtime_ns, st.st_size)
+            if f.is_file() and f.suffix.lower() in SUFFIXES:
+                st = f.stat()
+                if self._seen.get(f) != (st.st_mtime_ns, st.st_size):
+                    changed[f] = (st.st_mtime_ns, st.st_size)
+        # A document that cannot be added (not UTF-8, an authority that is no number) is logged and left
+        # out, as an unreadable skill is: one bad file must not take the folder's evidence from every task.
+        for f, seen in changed.items():
+            try:
+                self._add([_read(f)], tenants=None, scope=None, default_scope=scope, authority=None, by=by)
+            except InvalidCommand as e:
+                log.warning("knowledge document left out", path=str(f), error=str(e))
+            self._seen[f] = seen
 
     def _add(
-        self, doc: _Document, *, tenants: Sequence[str] | None, scope: str | None, default_scope: str,
+        self, docs: Sequence[_Document], *, tenants: Sequence[str] | None, scope: str | None, default_scope: str,
         authority: float | None, by: str,
-    ) -> Added:
-        """One document; `tenants`, `scope` and `authority`, where given, stand over its front matter's."""
+    ) -> list[Added]:
+        """Documents, all checked before any is recorded, then recorded in one append; `tenants`, `scope`
+        and `authority`, where given, stand over each one's front matter."""
         self.catch_up()
-        meta = doc.meta
-        doc_id = meta.get("id") or doc.path.stem
-        latest = self.index.latest(doc_id)
-        if latest is not None and latest[1] == doc.sha256:
-            return Added(doc_id, latest[0], len(evidence.chunks_of(doc_id, latest[0], doc.text)), new=False)
-        version = meta.get("version") or meta.get("effective") or f"v{len(self.index.versions(doc_id)) + 1}"
-        if version in self.index.versions(doc_id):
-            # The text changed and its front matter did not: a version of its own all the same.
-            version = f"{version}+{doc.sha256[:8]}"
-        who = tuple(tenants) if tenants else tuple(
-            t.strip() for t in meta.get("tenants", "*").split(",") if t.strip()
-        ) or ("*",)
-        try:
-            weight = authority if authority is not None else float(meta.get("authority", "1.0"))
-            event = DocumentAdded(
-                doc_id=doc_id, version=version, sha256=doc.sha256, source=str(doc.path), tenants=who,
-                scope=scope or meta.get("scope") or default_scope, authority=weight,
-                supersedes=tuple(v.strip() for v in meta.get("supersedes", "").split(",") if v.strip()),
-            )
-        except ValueError as e:
-            raise InvalidCommand(f"{doc.path}: {_first_error(e)}") from None
-        # The text first: an event never names a text the store does not hold.
-        self.artifacts.put(doc.raw)
-        self.store.append(KNOWLEDGE_STREAM, [event], actor=by)
-        self.catch_up()
-        return Added(doc_id, version, len(evidence.chunks_of(doc_id, version, doc.text)), new=True)
+        # Versions of this batch, by document id: a folder may hold the same id twice.
+        pending: dict[str, list[tuple[str, str]]] = {}
+        events: list[tuple[DocumentAdded, bytes]] = []
+        added: list[Added] = []
+        for doc in docs:
+            meta = doc.meta
+            doc_id = meta.get("id") or doc.path.stem
+            versions = [*((v, "") for v in sorted(self.index.versions(doc_id))), *pending.get(doc_id, [])]
+            latest = pending[doc_id][-1] if doc_id in pending else self.index.latest(doc_id)
+            if latest is not None and latest[1] == doc.sha256:
+                added.append(Added(doc_id, latest[0], len(evidence.chunks_of(doc_id, latest[0], doc.text)), new=False))
+                continue
+            version = meta.get("version") or meta.get("effective") or f"v{len(versions) + 1}"
+            if version in {v for v, _ in versions}:
+                # The text changed and its front matter did not: a version of its own all the same.
+                version = f"{version}+{doc.sha256[:8]}"
+            who = tuple(tenants) if tenants else tuple(
+                t.strip() for t in meta.get("tenants", "*").split(",") if t.strip()
+            ) or ("*",)
+            try:
+                weight = authority if authority is not None else float(meta.get("authority", "1.0"))
+            except ValueError:
+                given = meta["authority"]
+                raise InvalidCommand(f"{doc.path}: authority {given!r} is not a number from 0 to 1") from None
+            try:
+                event = DocumentAdded(
+                    doc_id=doc_id, version=version, sha256=doc.sha256, source=str(doc.path), tenants=who,
+                    scope=scope or meta.get("scope") or default_scope, authority=weight,
+                    supersedes=tuple(v.strip() for v in meta.get("supersedes", "").split(",") if v.strip()),
+                )
+            except ValueError as e:
+                raise InvalidCommand(f"{doc.path}: {_first_error(e)}") from None
+            pending.setdefault(doc_id, []).append((version, doc.sha256))
+            events.append((event, doc.raw))
+            added.append(Added(doc_id, version, len(evidence.chunks_of(doc_id, version, doc.text)), new=True))
+        if events:
+            # The texts first, flushed once: an event never names a text the store does not hold.
+            for _, raw in events:
+                self.artifacts.put(raw, sync=False)
+            self.artifacts.flush()
+            self.store.append(KNOWLEDGE_STREAM, [e for e, _ in events], actor=by)
+            self.catch_up()
+        return added
 
     # -- the index, from the log -----------------------------------------------------------------------
 
     def catch_up(self) -> None:
         """Apply the DocumentAdded events the index does not hold yet (all of them, for a new index)."""
         head = self.store.stream_version(KNOWLEDGE_STREAM)
-        if head == self.index.applied():
+        version, seq = self.index.applied()
+        if head == version:
             return
-        if head < self.index.applied():
+        if head < version:
             # The index is of another log (a data folder restored from a copy): built again from this one.
             self.index.clear()
-        for rec in self.store.read_stream(KNOWLEDGE_STREAM):
-            if rec.stream_version <= self.index.applied():
-                continue
+            seq = 0
+        for rec in self.store.read_stream(KNOWLEDGE_STREAM, after=seq):
             e = rec.event
             if not isinstance(e, DocumentAdded):
-                self.index.skip(rec.stream_version)
+                self.index.skip(rec.stream_version, rec.seq)
                 continue
             text = evidence.front_matter(self.artifacts.get(REF_PREFIX + e.sha256).decode("utf-8"))[1]
             self.index.add(

@@ -142,7 +142,9 @@ def test_bad_input_adds_nothing(base, store, tmp_path) -> None:
     good = doc(tmp_path / "docs", "keys.md", RUNBOOK)
     binary = tmp_path / "docs" / "blob.txt"
     binary.write_bytes(b"\xff\xfe\x00")
+    vague = doc(tmp_path / "docs", "vague.md", "---\nid: vague\nauthority: high\n---\n## A\n\ntext\n")
     cases = [
+        ([good, vague], ["acme"], None, "vague.md: authority 'high' is not a number"),
         ([good, tmp_path / "missing.md"], ["acme"], None, "no such file or folder"),
         ([good, binary], ["acme"], None, "not UTF-8 text"),
         ([good], ["Acme Corp"], None, "tenant 'Acme Corp'"),
@@ -184,3 +186,13 @@ def test_the_cli_adds_lists_and_searches_and_refuses_bad_input_in_one_line(agent
     one_error_line(agentd("knowledge", "add", str(path), "--tenant", "acme", "--authority", "3"), "authority 3.0")
     one_error_line(agentd("knowledge", "add", str(tmp_path / "nope.md"), "--tenant", "acme"), "no such file")
     assert agentd("knowledge", "add", str(path)).returncode == 2, "--tenant is required"
+
+
+def test_a_bad_document_in_a_profiles_folder_is_left_out_and_the_rest_still_found(base, tmp_path) -> None:
+    folder = tmp_path / "knowledge"
+    doc(folder, "keys.md", RUNBOOK)
+    doc(folder, "vague.md", "---\nid: vague\nauthority: high\n---\n## Revoked\n\nrevoked key\n")
+    base.sync(folder, scope="profile:support")
+    assert {s.doc_id for s in base.candidates("revoked key", tenant="acme", scopes=["profile:support"])} == {
+        "runbook/keys"
+    }
