@@ -108,3 +108,36 @@ def test_the_best_match_counts_when_it_was_shown_before(tmp_path: Path) -> None:
     expired = retrieve(sections, tenant="acme", query="Why is my API key not working? expired starter",
                        exclude={"runbook@v7#revoked-keys"}, budget=10_000, limit=3, count=len, min_share=0.5)
     assert cites(expired) == ["runbook@v7#expired-keys"]
+
+
+def test_seed_000s_pack_context_cases() -> None:
+    """The design's own example: four candidates, a window of 4000 and of 5000, and a negative-only set.
+    Relevance is computed here, not given: nine of the query's ten words make 0.9."""
+    from runtime.knowledge.evidence import Section
+
+    query = " ".join(f"w{i}" for i in range(10))
+    nine = " ".join(f"w{i}" for i in range(9))
+
+    def section(cite: str, tenant: str, authority: float, current: bool = True, text: str = nine) -> Section:
+        # The id ends the text, so the token counter below can tell the sections apart.
+        return Section(cite, cite, "v", "", f"{text} {cite}", frozenset({tenant}), authority, current)
+
+    candidates = [
+        section("policy-v3", "t1", 1.0),
+        section("forum-post", "t1", 0.3),
+        section("other-tenant-doc", "t2", 1.0, text=query),
+        section("policy-v2", "t1", 1.0, current=False),
+    ]
+    tokens = {"policy-v3": 900, "forum-post": 400, "other-tenant-doc": 100, "policy-v2": 900}
+
+    def pack(found, window: int):
+        return retrieve(found, tenant="t1", query=query, exclude=set(), budget=window - 1500 - 500, limit=10,
+                        count=lambda text: tokens[text.rsplit(" ", 1)[1]])
+
+    packed = pack(candidates, 4000)
+    assert cites(packed) == ["policy-v3", "forum-post"]
+    assert [c.section.cite for c, _ in packed.left_out] == ["policy-v2"]
+    assert packed.used == 1300
+    assert "other-tenant-doc" not in cites(packed) + [c.section.cite for c, _ in packed.left_out]
+    assert cites(pack(candidates, 5000)) == ["policy-v3", "forum-post"]
+    assert cites(pack([candidates[-1]], 4000)) == []
