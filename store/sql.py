@@ -85,6 +85,11 @@ def cursor(conn: Connection):
 _cursor = cursor
 
 
+# The advisory lock key of the append path on PostgreSQL: any fixed 64-bit number no other part of
+# agentd uses ("agentd" in ASCII).
+APPEND_LOCK = 0x6167656E7464
+
+
 @contextlib.contextmanager
 def write_transaction(conn: Connection) -> Iterator[None]:
     """One write transaction for the append path.
@@ -95,6 +100,13 @@ def write_transaction(conn: Connection) -> Iterator[None]:
     """
     if conn.dialect.name != "sqlite":
         with conn.begin():
+            if conn.dialect.name == "postgresql":
+                # Every writer of every process and host takes this lock first and holds it until its
+                # commit: seqs are then taken from the committed head, one transaction after another,
+                # so the log stays gapless, its chain unbroken, and a reader following `seq > cursor`
+                # can never see a seq before the ones below it have committed. SQLite's BEGIN IMMEDIATE
+                # does the same for one file.
+                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({APPEND_LOCK})")
             yield
         return
     raw = conn.connection.dbapi_connection

@@ -2,51 +2,20 @@
 
 from __future__ import annotations
 
-import os
-import uuid
-
 import pytest
 
 from store import EventStore
+from tests.helpers.postgres import fresh_schema, unreachable
 from tests.helpers.store_contract import StoreContract
 
-SERVER = os.environ.get("AGENTD_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-
-
-def _reachable() -> str | None:
-    """Why the PostgreSQL tests cannot run here, or None when they can."""
-    try:
-        import psycopg  # noqa: F401  only whether it imports
-    except ImportError:
-        return "psycopg is not installed"
-    from sqlalchemy import create_engine
-
-    try:
-        create_engine(SERVER).connect().close()
-    except Exception as e:  # noqa: BLE001  any failure to connect means: no server to test against
-        return f"no PostgreSQL at {SERVER}: {type(e).__name__}"
-    return None
-
-
-_WHY = _reachable()
+_WHY = unreachable()
 pytestmark = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
 
 
 @pytest.fixture
 def pg_url():
     """A URL whose connections see only a fresh schema, dropped afterwards."""
-    from sqlalchemy import create_engine
-
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(SERVER, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f"CREATE SCHEMA {schema}")
-    try:
-        yield f"{SERVER}?options=-csearch_path%3D{schema}"
-    finally:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
-        admin.dispose()
+    yield from fresh_schema()
 
 
 class TestPostgresStore(StoreContract):
