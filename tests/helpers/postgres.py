@@ -11,9 +11,9 @@ SERVER = os.environ.get("AGENTD_TEST_POSTGRES", "postgresql+psycopg://postgres@1
 
 def unreachable() -> str | None:
     """Why the PostgreSQL tests cannot run here, or None when they can. Where they must run (CI sets
-    AGENTD_TEST_POSTGRES_REQUIRED), a server out of reach fails the run instead of skipping its tests."""
+    REQUIRE_POSTGRES), a server out of reach fails the run instead of skipping its tests."""
     why = _why_unreachable()
-    if why is not None and os.environ.get("AGENTD_TEST_POSTGRES_REQUIRED"):
+    if why is not None and os.environ.get("REQUIRE_POSTGRES"):
         raise RuntimeError(f"the PostgreSQL tests must run here, and cannot: {why}")
     return why
 
