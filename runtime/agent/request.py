@@ -25,7 +25,7 @@ from runtime.skills.review import instruction_flags
 from runtime.tools import ToolContext, ToolContract
 from runtime.tools.finder import best_lines
 from runtime.tools.schema import inline_schema
-from store.events import ContentMatched, ContextTrimmed, EvidenceItem, LeftOut, MatchedLine, Recorded
+from store.events import MEMORY_STREAM, ContentMatched, ContextTrimmed, EvidenceItem, LeftOut, MatchedLine, Recorded
 
 EVIDENCE_BUDGET = 1200
 EVIDENCE_PER_DECISION = 3
@@ -97,8 +97,6 @@ def recall(rt: Runtime, trusted: Trusted, shown: set[str]) -> tuple[tuple[Eviden
     its tenant, for the profile's purposes, current and of a known source, not shown yet; fenced as
     data like any evidence, a model's inference labelled as a hypothesis. The rest is left out with the
     check that refused it, except another subject's or tenant's, whose existence is not this task's to know."""
-    from store.events import MEMORY_STREAM
-
     loaded = memory.load(
         memory.memories(rt.store.read_stream(MEMORY_STREAM)), subject=trusted.actor, tenant=trusted.tenant,
         purposes=trusted.profile.memory_purposes or (trusted.profile.name,), now=trusted.now,

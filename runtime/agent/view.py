@@ -130,7 +130,6 @@ class TaskView:
     artifact_refs: list[str] = field(default_factory=list)
     calls: Calls = field(default_factory=Calls)
     last_output: str | None = None
-    last_rejection: str = "refused"
     # Every refusal's reason in the task: agentd's words, which an answer may not hand back.
     rejections: list[str] = field(default_factory=list)
 
@@ -157,7 +156,6 @@ class TaskView:
         if isinstance(e, ModelCalled):
             self.last_output = e.output
         elif isinstance(e, ProposalRejected):
-            self.last_rejection = e.error
             self.rejections.append(e.error)
         elif isinstance(e, SkillActivated):
             self.active[e.name] = e
@@ -169,6 +167,10 @@ class TaskView:
             self.mcp_pinned = e
 
     # -- questions the loop asks -----------------------------------------------------------------
+
+    @property
+    def last_rejection(self) -> str:
+        return self.rejections[-1] if self.rejections else "refused"
 
     @property
     def version(self) -> int:

@@ -117,13 +117,13 @@ class KnowledgeBase:
         for doc in docs:
             meta = doc.meta
             doc_id = meta.get("id") or doc.path.stem
-            versions = [*((v, "") for v in sorted(self.index.versions(doc_id))), *pending.get(doc_id, [])]
+            versions = self.index.versions(doc_id) | {v for v, _ in pending.get(doc_id, [])}
             latest = pending[doc_id][-1] if doc_id in pending else self.index.latest(doc_id)
             if latest is not None and latest[1] == doc.sha256:
                 added.append(Added(doc_id, latest[0], len(evidence.chunks_of(doc_id, latest[0], doc.text)), new=False))
                 continue
             version = meta.get("version") or meta.get("effective") or f"v{len(versions) + 1}"
-            if version in {v for v, _ in versions}:
+            if version in versions:
                 # The text changed and its front matter did not: a version of its own all the same.
                 version = f"{version}+{doc.sha256[:8]}"
             who = tuple(tenants) if tenants else tuple(

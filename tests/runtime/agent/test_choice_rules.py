@@ -174,7 +174,7 @@ def test_names_an_edit_left_are_what_the_retry_changes() -> None:
     edit = {"path": "app.py", "old": "def greet(", "new": "def welcome("}
     left = {"path": "app.py", "old_names_left": 'line 4 still has greet: print(greet("x"))'}
     view = view_of("Rename greet to welcome in app.py", *ran("c1", "patch_text", edit, left))
-    view.last_rejection = f"app.py{rules.NAMES_LEFT}: line 4"
+    view.rejections.append(f"app.py{rules.NAMES_LEFT}: line 4")
     choices = rules.names_left_are_changed(Choices(ALL, (), ()), situation(view, attempt=2))
     assert choices.tools == ("patch_text",) and choices.values == {"patch_text": {"old": ("greet",)}}
     assert choices.paths == {"patch_text": ("app.py",)}
