@@ -3,9 +3,10 @@
 Two checks, both reading the task's events and the request's own instruction texts, never the case:
 
 - An answer that reports a change (a file created, changed, added, fixed, renamed, bumped, deleted,
-  written, a command run) when the task, since the user's latest message, recorded no change to any
-  file and no call with an outside effect succeeded. Seen on the default model: "The project version
-  was bumped to 0.8.0" after edit_file had failed with text_not_found, and the task completed.
+  written, a command run, or the request as a whole done) when the task, since the user's latest
+  message, recorded no change to any file and no call with an outside effect succeeded. Seen on the
+  default model: "The project version was bumped to 0.8.0" after edit_file had failed with
+  text_not_found, and the task completed.
 - An answer that copies agentd's own words (a tool's description, the instructions, the decision
   asked for) instead of answering. Seen: "Create or replace one text file in the workspace..." as the
   whole answer to "Create CONTRIBUTORS.txt listing Mila and Joost", with no file written.
@@ -35,6 +36,17 @@ _REPORTER = (
     r"successfully|now|just|already)"
 )
 _CLAIM = re.compile(rf"\b{_REPORTER}\s+(?:\w+\s+)?({_CHANGED})\b|^\s*({_CHANGED})\b", re.IGNORECASE)
+# A report that the work as a whole succeeded ("the request was successfully processed", "Task completed")
+# claims the change the request asked for as surely as "was updated" does. Seen on the default model as
+# the whole answer to an append that never ran. Checked only where the task may change files.
+_FINISHED = "processed|completed|complete|done|fulfilled|carried out|handled|accomplished|performed|finished"
+_SUCCESS = re.compile(
+    rf"\b(?:request|task|change|changes|update|updates|edit|edits|job|work|operation|instruction|instructions)\b"
+    rf"(?:\s+[\w']+){{0,3}}?\s+(?:{_FINISHED})\b"
+    rf"|\b(?:i|i've|i have|we|we've|we have|successfully)\s+(?:\w+\s+)?(?:{_FINISHED})\b"
+    rf"|^\s*(?:done|completed|finished)\b",
+    re.IGNORECASE,
+)
 # A clause that says something was not done, could not be, or would be: not a claim of a change.
 _NEGATION = re.compile(
     r"\b(?:not|no|nothing|never|none|cannot|can't|couldn't|didn't|doesn't|don't|wasn't|weren't|isn't|aren't|"
@@ -49,9 +61,10 @@ _CLAUSE = re.compile(r"[.;!?]+(?=\s|$)|\n+|,\s*(?:but|and|so|because|since|as)\b
 def claimed_change(answer: str) -> str | None:
     """The first clause of `answer` that reports a change as made, or None."""
     for clause in _CLAUSE.split(answer):
-        match = _CLAIM.search(clause)
-        if match and not _NEGATION.search(clause[: match.end()]):
-            return clause.strip()
+        for pattern in (_CLAIM, _SUCCESS):
+            match = pattern.search(clause)
+            if match and not _NEGATION.search(clause[: match.end()]):
+                return clause.strip()
     return None
 
 

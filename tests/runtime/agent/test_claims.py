@@ -16,6 +16,10 @@ from store.events import FileChanged, Recorded, TaskSubmitted, ToolCallExecuted,
     "The file was successfully updated; the size increased.",
     "I've renamed greet to welcome in src/app.py.",
     "Done: the port is now set to 9090.",
+    "Based on the file, the request was successfully processed.",
+    "Your request has been completed.",
+    "Task completed.",
+    "I have carried out the requested change to config.ini.",
 ])
 def test_a_reported_change_is_a_claim(answer: str) -> None:
     assert claims.claimed_change(answer) is not None
@@ -30,6 +34,9 @@ def test_a_reported_change_is_a_claim(answer: str) -> None:
     "There are 3 items in todo.txt.",
     "The meeting decided that the offsite moves to January.",
     "I was unable to edit the file: it does not exist.",
+    "The request could not be completed: todo.txt is missing.",
+    "The task list has 3 open items and 2 finished ones.",
+    "Two of the tasks in todo.txt are marked done.",
 ])
 def test_a_statement_a_refusal_or_a_plan_is_not_a_claim(answer: str) -> None:
     assert claims.claimed_change(answer) is None
