@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hmac
 import json
-from typing import Any, Iterable, Iterator, NamedTuple, TextIO
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, TextIO
 
 from sqlalchemy import Connection
 
@@ -88,21 +88,37 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
-def export(conn: Connection, out: TextIO, *, committed: Position | None = None, key: Key | None = None) -> int:
+def export(
+    conn: Connection,
+    out: TextIO,
+    *,
+    committed: Position | None = None,
+    key: Key | None = None,
+    rewrite: Callable[[str], str] | None = None,
+) -> int:
     """Write the log to `out`, signed with `key` if given. A log behind `committed` (store.mark.committed,
     read before `conn`'s snapshot) is refused before a line is written: sealed, it would import as a whole
     log. So is a log whose chain breaks, at that event (to stdout, the lines before it are out, without
-    the trailer an import needs): what agentd seals or signs is the log as it committed it."""
+    the trailer an import needs): what agentd seals or signs is the log as it committed it.
+
+    `rewrite` turns each payload into the one written (`events export --redact`); the chain is then
+    hashed again over what is written, after the log's own chain was checked, so the file imports and
+    replays as a log of its own."""
     audit.check_mark(conn, committed)
     count, last_seq, last_hash = 0, 0, GENESIS
+    written = GENESIS
     for raw in log.iter_raw(conn):
         broken = audit.chain_break(raw, last_seq + 1, last_hash)
         if broken is not None:
             raise LogDamaged(broken)
+        count, last_seq, last_hash = count + 1, raw.seq, raw.hash
+        if rewrite is not None:
+            payload = rewrite(raw.payload)
+            written = link(written, tuple(payload if c == "payload" else getattr(raw, c) for c in COLUMNS[:-1]))
+            raw = raw._replace(payload=payload, hash=written)
         out.write(line_of(raw, None if key is None else key.sign(raw.hash)))
         out.write("\n")
-        count, last_seq, last_hash = count + 1, raw.seq, raw.hash
-    out.write(trailer_of(Sealed(count, last_seq, last_hash), key))
+    out.write(trailer_of(Sealed(count, last_seq, last_hash if rewrite is None else written), key))
     out.write("\n")
     return count
 
