@@ -18,7 +18,7 @@ from pathlib import Path
 from store.fulltext import Transaction
 
 # Bumped whenever SCHEMA changes: the index is derived, so one of another version is built again.
-VERSION = 1
+VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS applied (
     id INTEGER PRIMARY KEY CHECK (id = 1), stream_version INTEGER NOT NULL, seq INTEGER NOT NULL
@@ -26,12 +26,15 @@ CREATE TABLE IF NOT EXISTS applied (
 CREATE TABLE IF NOT EXISTS documents (
     doc_id TEXT NOT NULL, version TEXT NOT NULL, seq INTEGER NOT NULL, sha256 TEXT NOT NULL, tenants TEXT NOT NULL,
     scope TEXT NOT NULL, authority REAL NOT NULL, superseded INTEGER NOT NULL DEFAULT 0, chunks INTEGER NOT NULL,
+    kind TEXT NOT NULL DEFAULT 'document', policy_version TEXT, decision TEXT,
     PRIMARY KEY (doc_id, version)
 );
 -- The same tokenizer as the workspace's content index: case and accents folded, English stems.
--- tenants is ',acme,globex,' so that one instr() finds a whole name; scope is one name.
+-- tenants is ',acme,globex,' so that one instr() finds a whole name; scope is one name. kind keeps
+-- examples and documents apart in the query, so neither takes the other's places among the candidates.
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks USING fts5(
     cite UNINDEXED, doc_id UNINDEXED, version UNINDEXED, title, text, tenants UNINDEXED, scope UNINDEXED,
+    kind UNINDEXED,
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
 """
@@ -54,6 +57,8 @@ class Document:
     authority: float
     current: bool
     chunks: int
+    kind: str = "document"
+    policy_version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,8 @@ class Candidate:
     authority: float
     current: bool
     bm25: float  # higher is better
+    policy_version: str | None = None
+    decision: str | None = None
 
 
 class KnowledgeIndex:
@@ -98,7 +105,8 @@ class KnowledgeIndex:
 
     def add(
         self, *, seq: int, stream_version: int, doc_id: str, version: str, sha256: str, tenants: Sequence[str],
-        scope: str, authority: float, supersedes: Sequence[str], chunks: Sequence[Chunk],
+        scope: str, authority: float, supersedes: Sequence[str], chunks: Sequence[Chunk], kind: str = "document",
+        policy_version: str | None = None, decision: str | None = None,
     ) -> None:
         """One document version's chunks; every older version of the document, and those it names, superseded."""
         with Transaction(self._conn):
@@ -113,12 +121,14 @@ class KnowledgeIndex:
                 self._conn.execute("DELETE FROM chunks WHERE doc_id = ? AND version = ?", key)
             who = "," + ",".join(tenants) + ","
             self._conn.execute(
-                "INSERT OR REPLACE INTO documents (doc_id, version, seq, sha256, tenants, scope, authority, chunks) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (doc_id, version, seq, sha256, who, scope, authority, len(chunks)),
+                "INSERT OR REPLACE INTO documents (doc_id, version, seq, sha256, tenants, scope, authority, chunks, "
+                "kind, policy_version, decision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (doc_id, version, seq, sha256, who, scope, authority, len(chunks), kind, policy_version, decision),
             )
             self._conn.executemany(
-                "INSERT INTO chunks (cite, doc_id, version, title, text, tenants, scope) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(c.cite, doc_id, version, c.title, c.text, who, scope) for c in chunks],
+                "INSERT INTO chunks (cite, doc_id, version, title, text, tenants, scope, kind) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(c.cite, doc_id, version, c.title, c.text, who, scope, kind) for c in chunks],
             )
             self._conn.execute("UPDATE applied SET stream_version = ?, seq = ?", (stream_version, seq))
 
@@ -126,18 +136,21 @@ class KnowledgeIndex:
         """Mark an event of the stream that adds nothing to the index as applied."""
         self._conn.execute("UPDATE applied SET stream_version = ?, seq = ?", (stream_version, seq))
 
-    def latest(self, doc_id: str) -> tuple[str, str] | None:
-        """The newest version of `doc_id` and its text's sha256, or None."""
+    def latest(self, doc_id: str) -> tuple[str, str, str] | None:
+        """The newest version of `doc_id`, its text's sha256 and its kind, or None."""
         row = self._conn.execute(
-            "SELECT version, sha256 FROM documents WHERE doc_id = ? ORDER BY seq DESC LIMIT 1", (doc_id,)
+            "SELECT version, sha256, kind FROM documents WHERE doc_id = ? ORDER BY seq DESC LIMIT 1", (doc_id,)
         ).fetchone()
-        return (row[0], row[1]) if row else None
+        return (row[0], row[1], row[2]) if row else None
 
     def versions(self, doc_id: str) -> set[str]:
         return {v for (v,) in self._conn.execute("SELECT version FROM documents WHERE doc_id = ?", (doc_id,))}
 
-    def candidates(self, words: Sequence[str], *, tenant: str, scopes: Sequence[str], limit: int) -> list[Candidate]:
-        """The best `limit` chunks holding any of `words` that `tenant` may read in one of `scopes`, best first."""
+    def candidates(
+        self, words: Sequence[str], *, tenant: str, scopes: Sequence[str], limit: int, kind: str = "document"
+    ) -> list[Candidate]:
+        """The best `limit` chunks of `kind` holding any of `words` that `tenant` may read in one of `scopes`,
+        best first."""
         terms = [w for w in words if w]
         if not terms or not scopes:
             return []
@@ -146,27 +159,30 @@ class KnowledgeIndex:
         marks = ", ".join("?" for _ in scopes)
         rows = self._conn.execute(
             "SELECT c.cite, c.doc_id, c.version, c.title, c.text, c.tenants, c.scope, d.authority, d.superseded, "
-            "c.score FROM (SELECT cite, doc_id, version, title, text, tenants, scope, bm25(chunks) AS score "
-            "FROM chunks WHERE chunks MATCH ? AND (instr(tenants, ?) > 0 OR instr(tenants, ',*,') > 0) "
+            "c.score, d.policy_version, d.decision FROM (SELECT cite, doc_id, version, title, text, tenants, scope, "
+            "bm25(chunks) AS score FROM chunks WHERE chunks MATCH ? AND kind = ? "
+            "AND (instr(tenants, ?) > 0 OR instr(tenants, ',*,') > 0) "
             f"AND scope IN ({marks}) ORDER BY score, cite LIMIT ?) AS c "
             "JOIN documents AS d ON d.doc_id = c.doc_id AND d.version = c.version ORDER BY c.score, c.cite",
-            (match, f",{tenant},", *scopes, limit),
+            (match, kind, f",{tenant},", *scopes, limit),
         )
         return [
             Candidate(cite, doc_id, version, title, text, tuple(t for t in tenants.split(",") if t), scope,
-                      authority, not superseded, -score)
-            for cite, doc_id, version, title, text, tenants, scope, authority, superseded, score in rows
+                      authority, not superseded, -score, policy_version, decision)
+            for cite, doc_id, version, title, text, tenants, scope, authority, superseded, score, policy_version,
+            decision in rows
         ]
 
     def documents(self) -> list[Document]:
         """Every version of every document, oldest first."""
         rows = self._conn.execute(
-            "SELECT doc_id, version, seq, tenants, scope, authority, superseded, chunks FROM documents ORDER BY seq"
+            "SELECT doc_id, version, seq, tenants, scope, authority, superseded, chunks, kind, policy_version "
+            "FROM documents ORDER BY seq"
         )
         return [
             Document(doc_id, version, seq, tuple(t for t in tenants.split(",") if t), scope, authority,
-                     not superseded, chunks)
-            for doc_id, version, seq, tenants, scope, authority, superseded, chunks in rows
+                     not superseded, chunks, kind, policy_version)
+            for doc_id, version, seq, tenants, scope, authority, superseded, chunks, kind, policy_version in rows
         ]
 
     def count(self) -> tuple[int, int]:

@@ -32,23 +32,27 @@ def _base(app: App):
 @click.option("--scope", help="The scope it is retrieved in (default: general, which every profile reads).")
 @click.option("--authority", type=float, help="0 to 1: policy 1.0, how-to 0.7, forum post 0.3 (default: the "
               "front matter's, else 1.0).")
+@click.option("--kind", help="document (evidence) or example (a few-shot example, which names its "
+              "policy_version); default: the front matter's, else document.")
 @json_option
 @pass_app
 def add(app: App, paths: tuple[Path, ...], tenants: tuple[str, ...], scope: str | None, authority: float | None,
-        as_json: bool) -> None:
+        kind: str | None, as_json: bool) -> None:
     """Add Markdown and text documents (folders: every .md and .txt file in them); a changed document is
     a new version, the same text again adds nothing."""
     base = _base(app)
     try:
-        added = base.add_paths(paths, tenants=tenants, scope=scope, authority=authority,
+        added = base.add_paths(paths, tenants=tenants, scope=scope, authority=authority, kind=kind,
                                by=f"cli:{getpass.getuser()}")
     finally:
         base.close()
     if as_json:
-        echo_json([{"doc_id": a.doc_id, "version": a.version, "chunks": a.chunks, "new": a.new} for a in added])
+        echo_json([{"doc_id": a.doc_id, "version": a.version, "kind": a.kind, "chunks": a.chunks, "new": a.new}
+                   for a in added])
         return
     for a in added:
-        click.echo(f"{'added' if a.new else 'unchanged'} {a.doc_id}@{a.version} ({a.chunks} chunks)")
+        what = "an example" if a.kind == "example" else f"{a.chunks} chunks"
+        click.echo(f"{'added' if a.new else 'unchanged'} {a.doc_id}@{a.version} ({what})")
 
 
 @knowledge.command("list")
@@ -65,14 +69,15 @@ def list_(app: App, as_json: bool) -> None:
     if as_json:
         echo_json([
             {"doc_id": d.doc_id, "version": d.version, "seq": d.seq, "tenants": list(d.tenants), "scope": d.scope,
-             "authority": d.authority, "current": d.current, "chunks": d.chunks}
+             "authority": d.authority, "current": d.current, "chunks": d.chunks, "kind": d.kind,
+             "policy_version": d.policy_version}
             for d in docs
         ])
         return
     click.echo(table(
         [(d.doc_id, d.version, ",".join(d.tenants), d.scope, f"{d.authority:g}", "yes" if d.current else "no",
-          d.chunks) for d in docs],
-        ["DOCUMENT", "VERSION", "TENANTS", "SCOPE", "AUTHORITY", "CURRENT", "CHUNKS"],
+          d.chunks, d.kind if d.policy_version is None else f"{d.kind} for {d.policy_version}") for d in docs],
+        ["DOCUMENT", "VERSION", "TENANTS", "SCOPE", "AUTHORITY", "CURRENT", "CHUNKS", "KIND"],
     ))
 
 

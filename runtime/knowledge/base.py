@@ -5,7 +5,8 @@ DocumentAdded (its id, version, tenants, scope, authority and the sha256 of its 
 the artifact store); the index is derived from those events and caught up before every search, so a
 document added by another process, or changed in a profile's folder, is found at the next decision,
 not after a restart. Adding the same text again adds nothing; other text under the same id is a new
-version, and the one before stays citable but superseded.
+version, and the one before stays citable but superseded. A few-shot example (examples.py) is added
+the same way, as kind `example`, and kept apart from the documents in the index.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from runtime import logs
 from runtime.artifacts import REF_PREFIX, ArtifactStore
 from runtime.errors import InvalidCommand
-from runtime.knowledge import evidence
+from runtime.knowledge import evidence, examples
 from store.events import KNOWLEDGE_STREAM, DocumentAdded
 from store.knowledge import KnowledgeIndex
 
@@ -29,8 +30,17 @@ SUFFIXES = (".md", ".markdown", ".txt")
 CANDIDATES = 20
 # The scope of a document added without one, and of every profile's tasks.
 GENERAL = "general"
+KINDS = ("document", "example")
+# The subfolder of a profile's knowledge folder whose files are examples unless they say otherwise.
+EXAMPLES_FOLDER = "examples"
 log = logs.get_logger("agentd.knowledge")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9:_.-]{0,99}$")
+
+
+class BadDocument(InvalidCommand):
+    """A document named to be added cannot be: bad input, so it exits 2 as click's usage errors do."""
+
+    exit_code = 2
 
 
 @dataclass(frozen=True)
@@ -39,6 +49,7 @@ class Added:
     version: str
     chunks: int
     new: bool  # False: the same text was there already, nothing was recorded
+    kind: str = "document"
 
 
 def folder_scope(profile: str) -> str:
@@ -62,9 +73,12 @@ class KnowledgeBase:
 
     def add_paths(
         self, paths: Iterable[Path], *, tenants: Sequence[str] | None, scope: str | None, by: str,
-        authority: float | None = None,
+        authority: float | None = None, kind: str | None = None,
     ) -> list[Added]:
-        """Every document file among `paths` (folders read recursively), checked whole before any is added."""
+        """Every document file among `paths` (folders read recursively), checked whole before any is added;
+        `kind`, where given, stands over each one's front matter."""
+        if kind is not None and kind not in KINDS:
+            raise BadDocument(f"kind {kind!r}: one of {', '.join(KINDS)}")
         files: list[Path] = []
         for p in paths:
             if p.is_dir():
@@ -72,20 +86,22 @@ class KnowledgeBase:
             elif p.is_file():
                 files.append(p)
             else:
-                raise InvalidCommand(f"{p}: no such file or folder")
+                raise BadDocument(f"{p}: no such file or folder")
         if not files:
-            raise InvalidCommand("no documents to add (.md, .markdown or .txt files)")
+            raise BadDocument("no documents to add (.md, .markdown or .txt files)")
         docs = [_read(f) for f in files]
         for tenant in tenants or ():
             _check_name("tenant", tenant, allow_all=True)
         if scope is not None:
             _check_name("scope", scope)
         if authority is not None and not 0.0 <= authority <= 1.0:
-            raise InvalidCommand(f"authority {authority}: a number from 0 to 1")
-        return self._add(docs, tenants=tenants, scope=scope, default_scope=GENERAL, authority=authority, by=by)
+            raise BadDocument(f"authority {authority}: a number from 0 to 1")
+        return self._add(docs, tenants=tenants, scope=scope, default_scope=GENERAL, authority=authority, by=by,
+                         kind=kind)
 
     def sync(self, folder: Path, *, scope: str, by: str = "agentd") -> None:
-        """A profile's knowledge folder into the base: each file new or changed since it was last seen."""
+        """A profile's knowledge folder into the base: each file new or changed since it was last seen, those
+        in its `examples` subfolder as examples unless their front matter says otherwise."""
         if not folder.is_dir():
             return
         changed: dict[Path, tuple[int, int]] = {}
@@ -98,29 +114,40 @@ class KnowledgeBase:
         # out, as an unreadable skill is: one bad file must not take the folder's evidence from every task.
         for f, seen in changed.items():
             try:
-                self._add([_read(f)], tenants=None, scope=None, default_scope=scope, authority=None, by=by)
+                self._add([_read(f)], tenants=None, scope=None, default_scope=scope, authority=None, by=by,
+                          default_kind="example" if EXAMPLES_FOLDER in f.relative_to(folder).parts[:-1] else
+                          "document")
             except InvalidCommand as e:
                 log.warning("knowledge document left out", path=str(f), error=str(e))
             self._seen[f] = seen
 
     def _add(
         self, docs: Sequence[_Document], *, tenants: Sequence[str] | None, scope: str | None, default_scope: str,
-        authority: float | None, by: str,
+        authority: float | None, by: str, kind: str | None = None, default_kind: str = "document",
     ) -> list[Added]:
-        """Documents, all checked before any is recorded, then recorded in one append; `tenants`, `scope`
-        and `authority`, where given, stand over each one's front matter."""
+        """Documents, all checked before any is recorded, then recorded in one append; `tenants`, `scope`,
+        `authority` and `kind`, where given, stand over each one's front matter."""
         self.catch_up()
         # Versions of this batch, by document id: a folder may hold the same id twice.
-        pending: dict[str, list[tuple[str, str]]] = {}
+        pending: dict[str, list[tuple[str, str, str]]] = {}
         events: list[tuple[DocumentAdded, bytes]] = []
         added: list[Added] = []
         for doc in docs:
             meta = doc.meta
             doc_id = meta.get("id") or doc.path.stem
-            versions = self.index.versions(doc_id) | {v for v, _ in pending.get(doc_id, [])}
+            what = kind or meta.get("kind") or default_kind
+            if what not in KINDS:
+                raise BadDocument(f"{doc.path}: kind {what!r}: one of {', '.join(KINDS)}")
+            if what == "example":
+                if not meta.get("policy_version"):
+                    raise BadDocument(f"{doc.path}: an example names the policy_version it is valid for")
+                if problem := examples.problem(doc.text):
+                    raise BadDocument(f"{doc.path}: {problem}")
+            versions = self.index.versions(doc_id) | {v for v, _, _ in pending.get(doc_id, [])}
             latest = pending[doc_id][-1] if doc_id in pending else self.index.latest(doc_id)
-            if latest is not None and latest[1] == doc.sha256:
-                added.append(Added(doc_id, latest[0], len(evidence.chunks_of(doc_id, latest[0], doc.text)), new=False))
+            if latest is not None and latest[1:] == (doc.sha256, what):
+                chunks = _chunks(what, doc_id, latest[0], doc.text, meta.get("decision"))
+                added.append(Added(doc_id, latest[0], len(chunks), new=False, kind=what))
                 continue
             version = meta.get("version") or meta.get("effective") or f"v{len(versions) + 1}"
             if version in versions:
@@ -133,18 +160,22 @@ class KnowledgeBase:
                 weight = authority if authority is not None else float(meta.get("authority", "1.0"))
             except ValueError:
                 given = meta["authority"]
-                raise InvalidCommand(f"{doc.path}: authority {given!r} is not a number from 0 to 1") from None
+                raise BadDocument(f"{doc.path}: authority {given!r} is not a number from 0 to 1") from None
             try:
                 event = DocumentAdded(
                     doc_id=doc_id, version=version, sha256=doc.sha256, source=str(doc.path), tenants=who,
                     scope=scope or meta.get("scope") or default_scope, authority=weight,
                     supersedes=tuple(v.strip() for v in meta.get("supersedes", "").split(",") if v.strip()),
+                    kind=what,
+                    **({"policy_version": meta["policy_version"], "decision": meta.get("decision") or None}
+                       if what == "example" else {}),
                 )
             except ValueError as e:
-                raise InvalidCommand(f"{doc.path}: {_first_error(e)}") from None
-            pending.setdefault(doc_id, []).append((version, doc.sha256))
+                raise BadDocument(f"{doc.path}: {_first_error(e)}") from None
+            pending.setdefault(doc_id, []).append((version, doc.sha256, what))
             events.append((event, doc.raw))
-            added.append(Added(doc_id, version, len(evidence.chunks_of(doc_id, version, doc.text)), new=True))
+            chunks = _chunks(what, doc_id, version, doc.text, event.decision)
+            added.append(Added(doc_id, version, len(chunks), new=True, kind=what))
         if events:
             # The texts first, flushed once: an event never names a text the store does not hold.
             for _, raw in events:
@@ -175,7 +206,8 @@ class KnowledgeBase:
             self.index.add(
                 seq=rec.seq, stream_version=rec.stream_version, doc_id=e.doc_id, version=e.version,
                 sha256=e.sha256, tenants=e.tenants, scope=e.scope, authority=e.authority, supersedes=e.supersedes,
-                chunks=evidence.chunks_of(e.doc_id, e.version, text),
+                chunks=_chunks(e.kind, e.doc_id, e.version, text, e.decision), kind=e.kind,
+                policy_version=e.policy_version, decision=e.decision,
             )
 
     # -- retrieval -------------------------------------------------------------------------------------
@@ -195,6 +227,27 @@ class KnowledgeBase:
             for c in found
         ]
 
+    def examples(
+        self, query: str, *, tenant: str, scopes: Sequence[str], limit: int = CANDIDATES
+    ) -> list[examples.Example]:
+        """The examples BM25 ranks best for `query` among those `tenant` may read in `scopes`, of any policy
+        version: which of them a decision may be shown is `examples.select`'s to say, and to record."""
+        self.catch_up()
+        found = self.index.candidates(evidence.terms(query), tenant=tenant, scopes=scopes, limit=limit, kind="example")
+        return [
+            examples.Example(
+                cite=c.cite, doc_id=c.doc_id, version=c.version, policy_version=c.policy_version or "",
+                decision=c.decision, text=c.text, tenants=frozenset(c.tenants), current=c.current,
+            )
+            for c in found
+        ]
+
+
+def _chunks(kind: str, doc_id: str, version: str, text: str, decision: str | None):
+    if kind == "example":
+        return examples.chunks_of(doc_id, version, text, decision)
+    return evidence.chunks_of(doc_id, version, text)
+
 
 @dataclass(frozen=True)
 class _Document:
@@ -210,16 +263,18 @@ def _read(path: Path) -> _Document:
         raw = path.read_bytes()
         decoded = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise InvalidCommand(f"{path}: not UTF-8 text") from None
+        raise BadDocument(f"{path}: not UTF-8 text") from None
     except OSError as e:
-        raise InvalidCommand(f"{path}: {e.strerror}") from None
+        raise BadDocument(f"{path}: {e.strerror}") from None
+    if problem := evidence.front_matter_problem(decoded):
+        raise BadDocument(f"{path}: {problem}")
     meta, text = evidence.front_matter(decoded)
     return _Document(path, raw, hashlib.sha256(raw).hexdigest(), meta, text)
 
 
 def _check_name(what: str, value: str, *, allow_all: bool = False) -> None:
     if not (_NAME.match(value) or (allow_all and value == "*")):
-        raise InvalidCommand(f"{what} {value!r}: lowercase letters, digits, ':', '.', '_' and '-'")
+        raise BadDocument(f"{what} {value!r}: lowercase letters, digits, ':', '.', '_' and '-'")
 
 
 def _first_error(e: ValueError) -> str:

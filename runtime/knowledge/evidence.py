@@ -113,6 +113,23 @@ def front_matter(text: str) -> tuple[dict[str, str], str]:
     return meta, text
 
 
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\s*:")
+
+
+def front_matter_problem(text: str) -> str | None:
+    """What is wrong with a document's front matter, or None. One never closed, or with a line that is
+    no `key: value`, would be read as text or skipped, and a tenant or policy version in it lost unsaid."""
+    if not text.startswith("---\n"):
+        return None
+    head, sep, _ = text[4:].partition("\n---\n")
+    if not sep:
+        return "its front matter opens with --- and is never closed by another"
+    for n, line in enumerate(head.splitlines(), start=2):
+        if line.strip() and not line.lstrip().startswith("#") and not _KEY.match(line):
+            return f"front matter line {n} is not `key: value`: {line.strip()[:40]!r}"
+    return None
+
+
 def chunks_of(doc_id: str, version: str, text: str) -> list[Chunk]:
     """A document's chunks: one per `##` section (the whole text under its first line when it has
     none), a long section cut at paragraph boundaries into parts of about CHUNK_WORDS words."""

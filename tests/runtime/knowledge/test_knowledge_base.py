@@ -183,8 +183,10 @@ def test_the_cli_adds_lists_and_searches_and_refuses_bad_input_in_one_line(agent
     assert found.stdout.splitlines()[1].startswith("runbook/keys@v1#revoked-keys") and "selected" in found.stdout
     other = agentd("knowledge", "search", "revoked key", "--tenant", "globex", "--scope", "support")
     assert "runbook" not in other.stdout
-    one_error_line(agentd("knowledge", "add", str(path), "--tenant", "acme", "--authority", "3"), "authority 3.0")
-    one_error_line(agentd("knowledge", "add", str(tmp_path / "nope.md"), "--tenant", "acme"), "no such file")
+    # Bad input, as click's usage errors are: exit 2.
+    one_error_line(agentd("knowledge", "add", str(path), "--tenant", "acme", "--authority", "3"), "authority 3.0",
+                   code=2)
+    one_error_line(agentd("knowledge", "add", str(tmp_path / "nope.md"), "--tenant", "acme"), "no such file", code=2)
     assert agentd("knowledge", "add", str(path)).returncode == 2, "--tenant is required"
 
 
