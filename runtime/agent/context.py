@@ -51,6 +51,8 @@ from store.events import (
 )
 from store.state import TaskSummary
 
+# The id an example is shown under, before its document's cite: `example:examples/escalate@v1`.
+EXAMPLE_PREFIX = "example:"
 # Tokens the chat template spends around the reply (the assistant header llama.cpp adds at the end).
 PROTOCOL_OVERHEAD = 16
 # Blocks a request ends with, which the next request replaces rather than repeats.
@@ -86,6 +88,9 @@ class Transcript:
     # describes what it did (a key rotated: "active"), and retrieved for, it drew the rate-limit section
     # ("the key itself is fine") into a revoked-key task, which the default model then gave as its answer.
     last_read: Block | None = None
+    # The decision `last_read` is the result of: a later decision with no newer read searches again for
+    # what that one searched for (see agent.retrieval).
+    read_after: int = 0
     _reads: set[str] = field(default_factory=set)
     paths: KnownPaths = field(default_factory=lambda: KnownPaths())
     # Each result block's label -> the event it shows: a policy that elides one says how to see it again.
@@ -137,7 +142,8 @@ class Transcript:
         elif isinstance(e, EvidenceRetrieved):
             self.entries += [evidence_block(item) for item in e.items]
             self.evidence_ids += [item.cite for item in e.items]
-            self.citable += [item.cite for item in e.items]
+            # An example shows how to decide, not what is so: an answer may not cite it as a source.
+            self.citable += [item.cite for item in e.items if not item.cite.startswith(EXAMPLE_PREFIX)]
         elif isinstance(e, NotificationsAdmitted):
             self.entries.append(notifications_block(e))
             if any(i.source == "file_watcher" for i in e.items):
@@ -199,6 +205,7 @@ class Transcript:
             self.last_result = block
             if e.call_id in self._reads:
                 self.last_read = block
+                self.read_after = self.calls
             self.citable.append(block.label)
             if isinstance(e.observation.get("diff"), str) and e.observation["diff"]:
                 self.diffs.append((e.call_id, e.observation["diff"]))

@@ -9,7 +9,7 @@ import re
 from typing import Mapping, Sequence
 
 from runtime import content, memory
-from runtime.agent import context, goal, notes, policy as policy_, proposal, relevance
+from runtime.agent import context, goal, notes, policy as policy_, proposal, relevance, retrieval
 from runtime.agent.blocks import Block
 from runtime.agent.choices import Choices, choices_for
 from runtime.agent.host import Runtime, Trusted
@@ -48,12 +48,17 @@ def retrieve_evidence(
     rt: Runtime, trusted: Trusted, transcript: context.Transcript
 ) -> tuple[tuple[EvidenceItem, ...], tuple[LeftOut, ...]]:
     """Steps 3 and 4: evidence the tenant may see, not yet shown, ranked by utility, packed in budget,
-    in the order it is shown: the best match last."""
+    in the order it is shown: the examples first, the best match last. Memories are loaded at every
+    decision; the knowledge is searched only where `retrieval.skipped` finds a reason to."""
     last_read = transcript.last_read
     observation = transcript.results[last_read.label].observation if last_read else {}
     query = " ".join([trusted.submitted.goal, *_result_words(observation)])
     remembered, forgotten = recall(rt, trusted, set(transcript.evidence_ids))
+    if retrieval.skipped(trusted.profile, transcript, transcript.calls + 1, mcp=rt.mcp is not None):
+        return remembered, forgotten
     sections = rt.sections(trusted.profile, trusted.tenant, query)
+    shown, refused = retrieval.examples(rt, trusted, query, set(transcript.evidence_ids), offered_tools(rt, trusted))
+    remembered, forgotten = remembered + shown, forgotten + refused
     if not sections:
         return remembered, forgotten
     packed = evidence.retrieve(
@@ -327,6 +332,11 @@ def request_for(
         ),
         left_out=(*activation.catalog_left_out(pinned), *shown.left_out),
     )
+    skipped = retrieval.skipped(profile, transcript, call_index, mcp=rt.mcp is not None)
+    if skipped is not None:
+        request = dataclasses.replace(
+            request, manifest=request.manifest.model_copy(update={"retrieval": f"skipped ({skipped})"})
+        )
     if shown.new_cut_from is not None:
         request = dataclasses.replace(request, trimmed=ContextTrimmed(
             call_index=call_index, elided=shown.cut.elided, dropped=shown.cut.dropped,

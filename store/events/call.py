@@ -74,6 +74,17 @@ class ContextManifest(_Value):
     left_out: tuple[LeftOut, ...] = ()
     prompt_ref: str
     schema_sha256: str
+    # "skipped (why)" where the decision searched no knowledge: an empty list of evidence would not say
+    # whether nothing matched or nothing was looked for.
+    retrieval: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _retrieval_only_when_skipped(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out when None, so every manifest of a decision that searched is written as before.
+        data = handler(self)
+        if data.get("retrieval") is None:
+            data.pop("retrieval", None)
+        return data
 
 
 class EvidenceItem(_Value):
