@@ -1,4 +1,9 @@
-"""A content-addressed blob store: each artifact is named by its sha256 and written once, atomically."""
+"""A content-addressed blob store: each artifact is named by its sha256 and written once, atomically.
+
+A blob that holds a secret (runtime.secrets) is stored sealed, encrypted under the data folder's vault
+key, still named by the hash of what it holds: a file a task wrote with a key in it can be shown and put
+back, and the store's files show no key to whoever reads or copies them.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,9 @@ from pathlib import Path
 
 from runtime.atomic import fsync_dir, replace_file, sync_filesystem
 from runtime.errors import NotFound
-from store.errors import StoreError
+from runtime.secrets import Secrets
+from runtime.secrets.seal import SEALED
+from store.errors import AgentdError, StoreError
 
 REF_PREFIX = "artifact://sha256/"
 # fullmatch on a closed alphabet: a ref can never carry "/", "..", or a NUL into a file path.
@@ -30,19 +37,23 @@ class ArtifactStore:
     The name is the hash, so a put is idempotent and a get can prove it returns what was put.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, secrets: Secrets | None = None) -> None:
         self.root = Path(root)
+        # The vault key sits in the data folder, the parent of `root`, as settings.artifacts_dir has it.
+        self.secrets = secrets if secrets is not None else Secrets(self.root.parent)
 
     def put(self, data: bytes, *, sync: bool = True) -> str:
         """Store `data` under its hash. With `sync=False` it is not flushed to disk until `flush()`:
         a snapshot of thousands of files flushes once rather than once per file (about 1 ms each here)."""
         digest = hashlib.sha256(data).hexdigest()
         target = self._path(digest)
-        if target.is_file() and _sha256_of(target) == digest:
+        if target.is_file() and self._holds(target, digest):
             return REF_PREFIX + digest
         target.parent.mkdir(parents=True, exist_ok=True)
-        # Private to agentd's user: artifacts hold prompts and tool output, which may carry secrets.
-        replace_file(target, data, mode=0o600, sync=sync)
+        stored = self.secrets.seal.seal(data) if self.secrets.holds_secret(data) else data
+        # Private to agentd's user: artifacts hold prompts and tool output, which may carry what no
+        # pattern knows for a secret.
+        replace_file(target, stored, mode=0o600, sync=sync)
         if sync:
             fsync_dir(target.parent)
         return REF_PREFIX + digest
@@ -57,12 +68,25 @@ class ArtifactStore:
             data = self._path(digest).read_bytes()
         except FileNotFoundError:
             raise NotFound(f"artifact {ref} does not exist") from None
+        if data.startswith(SEALED):
+            data = self.secrets.seal.unseal(data)
         if hashlib.sha256(data).hexdigest() != digest:
             raise StoreError(f"artifact {ref} is damaged: its content no longer matches its hash")
         return data
 
     def exists(self, ref: str) -> bool:
         return is_ref(ref) and self._path(_digest(ref)).is_file()
+
+    def _holds(self, path: Path, digest: str) -> bool:
+        """Whether `path` already holds the blob named `digest`, sealed or not."""
+        with path.open("rb") as f:
+            sealed = f.read(len(SEALED)) == SEALED
+        if not sealed:
+            return _sha256_of(path) == digest
+        try:
+            return hashlib.sha256(self.secrets.seal.unseal(path.read_bytes())).hexdigest() == digest
+        except AgentdError:
+            return False
 
     def _path(self, digest: str) -> Path:
         return self.root / digest[:2] / digest

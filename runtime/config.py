@@ -14,9 +14,10 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, PrivateAttr, ValidationError, field_validator
 
-from runtime import data_folder, model_name, policy_name
+from runtime import data_folder, model_name, policy_name, secrets
 from runtime.errors import ConfigError
 from runtime.mcp_settings import McpSettings
+from runtime.secrets import patterns as secret_patterns
 
 ENV_PREFIX = "AGENTD_"
 CONFIG_ENV = "AGENTD_CONFIG"
@@ -91,6 +92,10 @@ class Settings(BaseModel):
     memory_retention_days: dict[str, PositiveInt] = Field(
         default_factory=dict, description="days a memory of each purpose is kept when it names no expiry of its own"
     )
+    secret_patterns: tuple[str, ...] = Field(
+        (),
+        description="regular expressions for secrets beyond the built-in ones (keys, tokens, passwords, private keys)",
+    )
     mcp: McpSettings = Field(
         default_factory=McpSettings,
         description="MCP servers ([mcp.servers.NAME]) whose tools tasks may be offered, and per-profile allowlists",
@@ -117,6 +122,21 @@ class Settings(BaseModel):
             return str(policy_name.parse(value))
         except ConfigError as e:
             raise ValueError(str(e)) from None
+
+    @field_validator("secret_patterns")
+    @classmethod
+    def _patterns_compile(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        # Checked here, so a bad pattern stops agentd at start rather than the first task that has a secret.
+        try:
+            secret_patterns.compiled(value)
+        except ConfigError as e:
+            raise ValueError(str(e).removeprefix("secret_patterns: ")) from None
+        return value
+
+    @property
+    def secrets(self) -> secrets.Secrets:
+        """The data folder's vault key and the patterns, built-in and configured, that find a secret."""
+        return secrets.Secrets(self.data_dir, secret_patterns.compiled(self.secret_patterns))
 
     @field_validator("model", mode="before")
     @classmethod
@@ -209,7 +229,7 @@ def load_settings(
     return settings
 
 
-_LIST_SETTINGS = ("plugins", "skills_dirs")
+_LIST_SETTINGS = ("plugins", "skills_dirs", "secret_patterns")
 
 
 def _found_above() -> Path | None:

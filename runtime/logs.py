@@ -13,6 +13,8 @@ from typing import Any
 import structlog
 from structlog.typing import EventDict, Processor, WrappedLogger
 
+from runtime.secrets.patterns import SECRETS, found
+
 REDACTED = "[REDACTED]"
 
 # A key containing any of these (case-insensitive) has its value redacted, whatever the value looks like.
@@ -217,10 +219,24 @@ def redact_secrets(_logger: WrappedLogger, _method: str, event_dict: EventDict) 
 
 
 def redact_text(text: str) -> str:
-    """Replace every secret-looking part of `text`."""
+    """Replace every secret-looking part of `text`: by the log's own patterns (a value under a secret's
+    name), then by the ones the vault and memory use (runtime.secrets.patterns)."""
     for pattern in SECRET_PATTERNS:
         text = pattern.sub(_mask, text)
+    spans = sorted((start, end) for _, _, start, end in found(text, SECRETS))
+    for start, end in reversed(_disjoint(spans)):
+        text = text[:start] + REDACTED + text[end:]
     return text
+
+
+def _disjoint(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        if out and start < out[-1][1]:
+            out[-1] = (out[-1][0], max(end, out[-1][1]))
+        else:
+            out.append((start, end))
+    return out
 
 
 def _redact_item(key: Any, value: Any) -> Any:

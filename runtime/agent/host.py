@@ -13,6 +13,7 @@ from runtime.artifacts import ArtifactStore
 from runtime.inference.model import Model
 from runtime.knowledge import evidence
 from runtime.knowledge.base import KnowledgeBase, folder_scope
+from runtime.secrets import Secrets
 from runtime.tools import ToolContext, ToolRegistry, snapshot
 from store import EventStore
 from store.events import TaskSubmitted
@@ -85,6 +86,11 @@ class Runtime:
                 ]
             found += self._mcp_sections[profile.name]
         return found
+
+    @property
+    def secrets(self) -> Secrets:
+        """The data folder's vault key and secret patterns: the artifact store's, which seals with them."""
+        return self.artifacts.secrets
 
     @property
     def knowledge_base(self) -> KnowledgeBase:

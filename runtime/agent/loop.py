@@ -129,6 +129,7 @@ class _Runner:
         self.rt = rt
         self.task_id = task_id
         self.view = TaskView()
+        self.vault = rt.secrets.vault(rt.store, task_id)
 
     # -- the log ---------------------------------------------------------------------------------
 
@@ -143,9 +144,14 @@ class _Runner:
         return self.view.records
 
     async def _append(self, *events) -> list[Recorded]:
-        """Append with the version we last saw: if anyone else moved the task, this fails, not them."""
+        """Append with the version we last saw: if anyone else moved the task, this fails, not them.
+
+        Every event is recorded with its secrets hidden: a line of a file the first request matched, a
+        skill's body, what a tool returned. The view extends with what was recorded, so the requests
+        built from it show placeholders too."""
+        hidden = await anyio.to_thread.run_sync(self.vault.hide_events, events)
         recorded = await self.rt.store.append_async(
-            self.task_id, list(events), expected_version=self.view.version, actor="agentd"
+            self.task_id, hidden, expected_version=self.view.version, actor="agentd"
         )
         self.view.extend(recorded)
         return recorded
@@ -308,6 +314,7 @@ class _Runner:
             artifacts=self.rt.artifacts,
             facts=self.view.facts,
             protected=self.rt.protected,
+            secrets=self.vault,
         )
 
     async def _retrieve(self, trusted: Trusted, call_index: int) -> None:

@@ -144,8 +144,13 @@ def _print_lines(raws: list[RawEvent], as_json: bool) -> None:
 @events.command()
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write here instead of stdout.")
 @click.option("--sign", is_flag=True, help="Sign each line and the trailer with the data folder's export.key.")
+@click.option(
+    "--redact", is_flag=True,
+    help="Replace whatever looks like a secret in any event with [redacted:KIND] and hash the chain again: "
+    "a log to share, which still imports and replays.",
+)
 @pass_app
-def export(app: App, output: Path | None, sign: bool) -> None:
+def export(app: App, output: Path | None, sign: bool, redact: bool) -> None:
     """Write the whole log as JSON Lines, one event per line in seq order, then a trailer line.
 
     Each line carries its event's chain hash; the trailer holds the count, the last seq and the last
@@ -154,27 +159,38 @@ def export(app: App, output: Path | None, sign: bool) -> None:
     --sign adds each hash's HMAC under the data folder's export.key (made on first need, readable by
     you alone, never exported), which `events verify --key` and `events import --key` check.
 
+    No export holds the vault, where a task keeps the secrets its events show as [secret:N]: a task
+    imported elsewhere has placeholders and no values. --redact also takes out what the secret patterns
+    (built-in and secret_patterns) find anywhere in the log, and hashes the chain of what it writes.
+
     A log behind its high-water mark, or whose chain breaks, is refused in the line `db check` gives.
     """
     store = app.store()
-    key = signing.of_folder(app.settings().data_dir) if sign else None
+    settings = app.settings()
+    key = signing.of_folder(settings.data_dir) if sign else None
+    rewrite = None
+    if redact:
+        from runtime.secrets import compiled
+        from runtime.secrets.export import redactor
+
+        rewrite = redactor(compiled(settings.secret_patterns))
     mark = committed(store.url)
     with store.reading() as conn:
         if output is None:
-            count = archive.export(conn, sys.stdout, committed=mark, key=key)
+            count = archive.export(conn, sys.stdout, committed=mark, key=key, rewrite=rewrite)
         else:
-            count = _export_atomically(conn, output, mark, key)
+            count = _export_atomically(conn, output, mark, key, rewrite)
     if output is not None:
         signed = "" if key is None else f", signed with key {key.id}"
         click.echo(f"exported {count} events to {output}{signed}", err=True)
 
 
-def _export_atomically(conn, output: Path, mark: Position | None, key: signing.Key | None) -> int:
+def _export_atomically(conn, output: Path, mark: Position | None, key: signing.Key | None, rewrite=None) -> int:
     # Written next to the target and renamed over it, so a failed export never leaves half a file.
     fd, tmp = tempfile.mkstemp(dir=output.parent if str(output.parent) else ".", prefix=".export-")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            count = archive.export(conn, f, committed=mark, key=key)
+            count = archive.export(conn, f, committed=mark, key=key, rewrite=rewrite)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, output)

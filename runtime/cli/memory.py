@@ -40,13 +40,14 @@ def add(
     """
     from runtime.memory import propose
     from runtime.memory.dates import parse
+    from runtime.secrets import compiled
 
     expires_at = None if expires is None else parse(expires, "--expires")
     review_at = None if review is None else parse(review, "--review")
     memory_id, redacted = propose(
         app.store(), subject=subject, tenant=tenant, purpose=purpose, text=text, source=source,
         expires_at=expires_at, review_at=review_at, by=f"cli:{getpass.getuser()}",
-        retention=app.settings().memory_retention_days,
+        retention=app.settings().memory_retention_days, patterns=compiled(app.settings().secret_patterns),
     )
     click.echo(memory_id)
     if redacted:

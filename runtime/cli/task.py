@@ -95,7 +95,7 @@ def submit(
         app.store, goal, settings.workspace, profiles=plugins.load(settings.plugins).profiles,
         default_policy=settings.context_policy, profile=profile, allowed=allowed, policy=policy, actor="cli",
         tenant=tenant, max_steps=max_steps, max_tokens=max_tokens, context=context, conversation=conversation,
-        confirm_changes=confirm_changes,
+        confirm_changes=confirm_changes, secrets=settings.secrets,
     )
     if as_json:
         echo_json({"task_id": task_id, "seq": seq})
@@ -325,7 +325,9 @@ def say(app: App, task_id: str, text: str, as_json: bool) -> None:
 
     if text == "-":
         text = sys.stdin.read()
-    records = append_decided(app.store(), task_id, lambda records: say_(records, text), actor="cli")
+    records = append_decided(
+        app.store(), task_id, lambda records: say_(records, text), actor="cli", secrets=app.settings().secrets
+    )
     if as_json:
         echo_json({"task_id": task_id, "seq": records[0].seq})
     else:

@@ -14,6 +14,7 @@ from store.state import TaskState
 
 if TYPE_CHECKING:
     from runtime.agent.profiles import Profile
+    from runtime.secrets import Secrets
     from store import EventStore
 
 
@@ -59,11 +60,13 @@ def submit(
     allowed: Sequence[str] = (),
     policy: str | None = None,
     actor: str,
+    secrets: Secrets | None = None,
     **options: Any,
 ) -> tuple[str, int]:
     """Submit a task as the CLI and the HTTP API do: a profile that is loaded, its own context policy
     unless one is given, `read` always allowed. Returns the new task's id and its first event's seq.
-    `store` is asked for only once the task is valid: a refused submit makes no database."""
+    `store` is asked for only once the task is valid: a refused submit makes no database. A secret in
+    the goal goes into the new task's vault, and the goal is recorded with its placeholder."""
     from store import NO_STREAM
     from store.ids import new_task_id
 
@@ -74,6 +77,8 @@ def submit(
         policy=policy or profiles[profile].context_policy or default_policy, **options,
     )
     task_id = new_task_id()
+    if secrets is not None:
+        events = secrets.vault(store(), task_id).hide_events(events)
     records = store().append(task_id, events, expected_version=NO_STREAM, actor=actor)
     return task_id, records[-1].seq
 
@@ -123,15 +128,24 @@ TRIES = 5
 
 
 def append_decided(
-    store: EventStore, task_id: str, decide: Callable[[list[Recorded]], list[Event]], actor: str
+    store: EventStore,
+    task_id: str,
+    decide: Callable[[list[Recorded]], list[Event]],
+    actor: str,
+    secrets: Secrets | None = None,
 ) -> list[Recorded]:
-    """Decide a command (`say`, `close_task`) on the task's stream as it is, and append what it says."""
+    """Decide a command (`say`, `close_task`) on the task's stream as it is, and append what it says,
+    a secret in a message kept in the task's vault and recorded as its placeholder."""
+    vault = None if secrets is None else secrets.vault(store, task_id)
     for attempt in range(TRIES):
         records = store.read_stream(task_id)
         if not records:
             raise NotFound(f"no task {task_id!r}")
+        events = decide(records)
+        if vault is not None:
+            events = vault.hide_events(events)
         try:
-            return store.append(task_id, decide(records), expected_version=records[-1].stream_version, actor=actor)
+            return store.append(task_id, events, expected_version=records[-1].stream_version, actor=actor)
         except ConcurrencyConflict:
             if attempt == TRIES - 1:
                 raise

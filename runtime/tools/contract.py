@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from runtime.artifacts import ArtifactStore
 from runtime.errors import ToolError
+from runtime.secrets import Vault
 from runtime.tools.schema import inline_schema
 from store.events import Event
 
@@ -168,6 +169,9 @@ class ToolContext:
     deadline: float | None = dataclasses.field(default=None, compare=False)
     cancelled: threading.Event = dataclasses.field(default_factory=threading.Event, compare=False, repr=False)
     trail: list[Event] = dataclasses.field(default_factory=list, compare=False, repr=False)
+    # The task's vault: the executor puts secrets back into a call's arguments from it right before the
+    # tool runs, and hides them again in what the tool returns. None: placeholders stay as written.
+    secrets: Vault | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # Containment checks compare resolved paths, so the root must be resolved too.

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from runtime import logs
+from runtime.secrets import UnknownSecret
 from runtime.tools.contract import Tool, ToolContext, ToolFailure, ToolRefused
 from store.errors import AgentdError
 from store.events import Event, ToolCallExecuted
@@ -109,7 +110,13 @@ def execute(
         return _outcome(tool, ctx, attempt, attempts, events, started, mask_chars)
 
     try:
+        # The values go back in here and nowhere earlier: what was proposed, approved and recorded keeps
+        # the placeholders, and only the tool itself is handed the secret.
+        if ctx.secrets is not None:
+            raw_args = ctx.secrets.reveal(raw_args)
         args = _parse(contract.input_model, raw_args)
+    except UnknownSecret as e:
+        return done(_Attempt("invalid_arguments", failure=ToolFailure("invalid_arguments", str(e))), 0, [])
     except ToolFailure as failure:
         return done(_Attempt("invalid_arguments", failure=failure), 0, [])
 
@@ -285,6 +292,9 @@ def _outcome(
             observation["details"] = attempt.failure.details
     if attempts > 1:
         observation["attempts"] = attempts
+    if ctx.secrets is not None:
+        # A file it read, a key it printed, a message quoting the arguments: the model sees placeholders.
+        observation = ctx.secrets.hide_all(observation)
     return ToolOutcome(
         tool=name,
         status=attempt.status,
@@ -306,6 +316,8 @@ def _observe(tool: Tool, ctx: ToolContext, output: BaseModel, mask_chars: int) -
     if not tool.contract.mask_output or len(text) <= mask_chars:
         return {**head, **full}, None
     observation = {**head, **tool.summarize(output), "truncated": True, "full_chars": len(text)}
+    if ctx.secrets is not None:
+        text = ctx.secrets.hide(text)
     try:
         ref = ctx.artifacts.put(text.encode())
     except OSError as e:

@@ -235,6 +235,10 @@ class Api:
             raise NotFound(f"no task {task_id!r}")
         return answer(state)
 
+    @property
+    def _secrets(self):
+        return None if self.artifacts is None else self.artifacts.secrets
+
     async def submit(self, request: Request) -> Response:
         body = await self._body(request, SubmitRequest)
         if isinstance(body, Response):
@@ -248,6 +252,7 @@ class Api:
             default_policy=self.default_policy, profile=body.profile, allowed=tuple(body.allow), policy=body.policy,
             actor=request.state.caller, tenant=body.tenant, max_steps=body.max_steps, max_tokens=body.max_tokens,
             context=body.context, conversation=body.conversation, confirm_changes=body.confirm_changes,
+            secrets=self._secrets,
         )
         try:
             task_id, seq = await to_thread.run_sync(act)
@@ -265,7 +270,8 @@ class Api:
         assert isinstance(body, SayRequest)
         task_id = request.path_params["task_id"]
         act = partial(task_commands.append_decided, self.store, task_id,
-                      lambda records: task_commands.say(records, body.text), actor=request.state.caller)
+                      lambda records: task_commands.say(records, body.text), actor=request.state.caller,
+                      secrets=self._secrets)
         records = await to_thread.run_sync(act)
         self.decided()
         return answer(Submitted(task_id=task_id, seq=records[0].seq))

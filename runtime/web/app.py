@@ -327,7 +327,10 @@ class _Page:
         form = await self._posted(request, what, back=back)
         if isinstance(form, Response):
             return form
-        append = partial(task_commands.append_decided, self.store, task_id, partial(decide, form), self._by(request))
+        append = partial(
+            task_commands.append_decided, self.store, task_id, partial(decide, form), self._by(request),
+            None if self.artifacts is None else self.artifacts.secrets,
+        )
         try:
             await to_thread.run_sync(append)
         except NotFound as e:

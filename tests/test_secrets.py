@@ -1,0 +1,141 @@
+"""Secrets planted in a goal, a file, a tool's result and a skill: the task works with their placeholders,
+the file it was asked to write gets the key, and none of them is anywhere else but the vault."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from runtime import logs
+from runtime.harness.tasks import append_decided, say, submit
+from runtime.secrets import Secrets
+from store import EventStore
+from store.events import SkillActivated, TaskSubmitted, ToolCallExecuted, ToolCallProposed, UserSaid
+from tests.helpers import answer, call, events, run, run_agentd
+from tests.helpers.task import framing_runtime
+
+GOAL_KEY = "sk-live-4f9a0c21d4e8b7a6c5d3"
+FILE_PASSWORD = "Zebra-Stapler-9147"
+TOOL_TOKEN = "xoxb-2231-9083-ZTrq7PvaXcLm"
+SKILL_KEY = "AKIAQX7V3K9LM2PT4RWZ"
+SAID_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+PLANTED = (GOAL_KEY, SKILL_KEY, FILE_PASSWORD, TOOL_TOKEN, SAID_TOKEN)  # in the order the task meets them
+
+
+@pytest.fixture
+def skills(tmp_path: Path) -> Path:
+    folder = tmp_path / "skills" / "deploy-keys"
+    (folder / "scripts").mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        "---\nname: deploy-keys\ndescription: Sets up deploy keys. Use when asked to store a key.\n"
+        "allowed-tools: run_skill_script\n---\n\n"
+        f"The staging account's key id is {SKILL_KEY}. Run scripts/token.py to get the bot token.\n"
+    )
+    (folder / "scripts" / "token.py").write_text(f"print('bot token: {TOOL_TOKEN}')\n")
+    return folder.parent
+
+
+@pytest.fixture
+def planted(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "config.txt").write_text(f"host: db.internal\npassword: {FILE_PASSWORD}\n")
+    return ws
+
+
+def test_planted_secrets_appear_only_in_the_vault_and_in_the_file_the_task_was_asked_to_write(
+    tmp_path, data_dir, store, planted, skills
+) -> None:
+    logs.configure(log_file=data_dir / "logs" / "agentd.log", level="debug", console=False)
+    secrets = Secrets(data_dir)
+    replies = [
+        call("read_file", path="config.txt"),
+        call("run_skill_script", skill="deploy-keys", script="scripts/token.py"),
+        call("write_file", path=".env", content="API_KEY=[secret:1]\n"),
+        answer("Your key [secret:1] is in .env; the database password is [secret:3]."),
+        call("write_file", path="github.txt", content="[secret:5]\n"),
+        answer("Saved."),
+    ]
+    rt = framing_runtime(store, tmp_path, replies, skill_roots=[skills])
+    rt.artifacts.secrets = secrets
+    goal = f"/deploy-keys Put my key {GOAL_KEY} in .env as API_KEY, and tell me what config.txt says."
+    task_id, _ = submit(lambda: store, goal, planted, profiles=rt.profiles, default_policy="auto",
+                        allowed=("write", "external"), actor="ann", secrets=secrets)
+    assert run(rt, task_id) == "completed"
+    append_decided(store, task_id, lambda records: say(records, f"Also keep the token {SAID_TOKEN} in github.txt"),
+                   "ann", secrets)
+    assert run(rt, task_id) == "completed"
+    logs.configure(log_file=None, console=False)
+
+    # The model saw and wrote placeholders; the tools got the values where it put them.
+    assert (planted / ".env").read_text() == f"API_KEY={GOAL_KEY}\n"
+    assert (planted / "github.txt").read_text() == f"{SAID_TOKEN}\n"
+    [submitted] = events(store, task_id, TaskSubmitted)
+    assert "Put my key [secret:1] in .env" in submitted.goal
+    [skill] = events(store, task_id, SkillActivated)
+    assert "key id is [secret:2]." in skill.body
+    read, script, *_ = events(store, task_id, ToolCallExecuted)
+    assert "password: [secret:3]" in str(read.observation) and "bot token: [secret:4]" in str(script.observation)
+    assert "[secret:5]" in events(store, task_id, UserSaid)[0].text
+    assert events(store, task_id, ToolCallProposed)[2].arguments["content"] == "API_KEY=[secret:1]\n"
+    assert rt.secrets.vault(store, task_id).values == dict(enumerate(PLANTED, start=1))
+    for prompt in rt.model.prompts:
+        assert not [s for s in PLANTED if s in prompt]
+
+    # Nowhere else: the database's bytes (the vault holds ciphertext), the artifact store, the logs, and
+    # an export made to share, which still imports and replays.
+    env = {"AGENTD_DATA_DIR": str(data_dir)}
+    shared = tmp_path / "shared.jsonl"
+    exported = run_agentd("events", "export", "--redact", "-o", str(shared), env=env)
+    assert exported.returncode == 0, exported.stderr
+    elsewhere = tmp_path / "elsewhere"
+    imported = run_agentd("events", "import", str(shared), env={"AGENTD_DATA_DIR": str(elsewhere)})
+    assert imported.returncode == 0, imported.stderr
+    replayed = run_agentd("replay", env={"AGENTD_DATA_DIR": str(elsewhere)})
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    store.close()
+    leaks = {
+        str(path): [s for s in PLANTED if s.encode() in path.read_bytes()]
+        for folder in (data_dir, tmp_path / "artifacts", elsewhere) for path in folder.rglob("*") if path.is_file()
+    }
+    leaks[str(shared)] = [s for s in PLANTED if s in shared.read_text()]
+    assert {path: found for path, found in leaks.items() if found} == {}
+    assert (data_dir / "logs" / "agentd.log").stat().st_size > 0
+
+
+def test_a_placeholder_of_no_secret_of_the_task_is_refused_and_nothing_is_written(
+    tmp_path, data_dir, store, planted
+) -> None:
+    rt = framing_runtime(store, tmp_path, [call("write_file", path="out.txt", content="[secret:7]"), answer("no")])
+    task_id, _ = submit(lambda: store, "write out.txt", planted, profiles=rt.profiles, default_policy="auto",
+                        allowed=("write",), actor="ann", secrets=rt.secrets)
+    run(rt, task_id)
+    [refused] = events(store, task_id, ToolCallExecuted)
+    assert refused.status == "invalid_arguments"
+    assert "[secret:7] names no secret of this task" in str(refused.observation)
+    assert not (planted / "out.txt").exists()
+
+
+def test_the_same_secret_keeps_its_number_across_processes_and_another_task_has_its_own(data_dir, store) -> None:
+    first = Secrets(data_dir).vault(store, "t-1")
+    assert first.hide(f"key {GOAL_KEY}") == "key [secret:1]"
+    assert first.hide(f"password: {FILE_PASSWORD}, again {GOAL_KEY}") == "password: [secret:2], again [secret:1]"
+    with EventStore(store.url) as other:
+        again = Secrets(data_dir).vault(other, "t-1")
+        assert again.hide(f"{FILE_PASSWORD} and {GOAL_KEY}") == "[secret:2] and [secret:1]"
+        assert again.reveal({"content": ["[secret:2]"]}) == {"content": [FILE_PASSWORD]}
+    assert Secrets(data_dir).vault(store, "t-2").hide(f"password: {FILE_PASSWORD}") == "password: [secret:1]"
+    with sqlite3.connect(data_dir / "agentd.db") as conn:
+        assert conn.execute("SELECT count(*) FROM secrets").fetchone() == (3,)
+    assert os.stat(data_dir / "vault.key").st_mode & 0o077 == 0
+
+
+def test_a_bad_secret_pattern_in_the_config_is_one_line_and_exit_2(tmp_path) -> None:
+    (tmp_path / "agentd.toml").write_text('secret_patterns = ["T-[0-9"]\n')
+    result = run_agentd("task", "list")
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("agentd: invalid value for secret_patterns") and "'T-[0-9'" in line
