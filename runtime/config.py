@@ -73,6 +73,13 @@ class Settings(BaseModel):
     threads: int | None = Field(None, ge=1, description="llama.cpp threads; default: one per CPU, at most 4")
     kv_cache_mb: int = Field(768, ge=0, description="memory for other tasks' saved KV state (prefix reuse)")
     approval_ttl_s: int = Field(86_400, ge=1, description="an approval nobody decides within this is denied")
+    lease_s: float = Field(
+        30.0, ge=1,
+        description="how long a worker's claim on a task lasts unrenewed: a dead worker's tasks wait this long",
+    )
+    worker_workspaces: tuple[Path, ...] = Field(
+        (), description="workspace folders this agentd sees, where several serve one database; default: all",
+    )
     skills_dirs: tuple[Path, ...] = Field(
         (Path("skills"),), description="folders of Agent Skills (SKILL.md folders), searched in order"
     )
@@ -110,7 +117,7 @@ class Settings(BaseModel):
         # A shell expands `~` in a flag, but nothing does in agentd.toml or in a quoted environment variable.
         return value.expanduser()
 
-    @field_validator("plugins", "skills_dirs")
+    @field_validator("plugins", "skills_dirs", "worker_workspaces")
     @classmethod
     def _homes(cls, value: tuple[Path, ...]) -> tuple[Path, ...]:
         return tuple(path.expanduser() for path in value)
@@ -229,7 +236,7 @@ def load_settings(
     return settings
 
 
-_LIST_SETTINGS = ("plugins", "skills_dirs", "secret_patterns")
+_LIST_SETTINGS = ("plugins", "skills_dirs", "secret_patterns", "worker_workspaces")
 
 
 def _found_above() -> Path | None:

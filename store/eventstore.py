@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Sequence
 
 from store import audit, log, loss, migrate, projections
@@ -13,6 +14,7 @@ from store.mark import Mark
 from store.queries import tasks as task_queries
 from store.reader import reading
 from store.state import Approval, TaskState, TaskSummary, fold_all
+from store.workers import WorkerTable
 from store.writer import AppendRequest, Writer, WriterStats
 
 ANY = None
@@ -46,8 +48,15 @@ class EventStore:
         self._writer = Writer(self.engines.write, url, mark=self.mark)
 
     def close(self) -> None:
+        if "workers" in self.__dict__:
+            self.workers.close()
         self._writer.close()
         self.engines.dispose()
+
+    @functools.cached_property
+    def workers(self) -> WorkerTable:
+        """Who serves this database, and which task each of them runs (store/workers.py)."""
+        return WorkerTable(self.url, self.in_write_transaction, self.engines.is_sqlite)
 
     def __enter__(self) -> EventStore:
         return self

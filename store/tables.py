@@ -10,6 +10,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    Float,
     ForeignKey,
     Integer,
     MetaData,
@@ -242,4 +243,31 @@ secrets = Table(
 
 PROJECTION_TABLES = (
     tasks, task_actions, tool_calls, approvals, artifacts, notifications, notification_targets, schedules, jobs,
+)
+
+workers = Table(
+    "workers",
+    metadata,
+    # Each agentd that serves this database, and when it last said it was alive. Not a projection: who
+    # runs where is the hosts' business, not the log's, and a restart of every worker loses nothing.
+    _string("worker_id", 64, primary_key=True),
+    _string("host", 255),
+    Column("pid", Integer, nullable=False),
+    _text("address"),
+    # The workspace roots whose files this worker sees, one per line; empty for every workspace.
+    _text("workspaces"),
+    Column("started_at", Float, nullable=False),
+    Column("heartbeat_at", Float, nullable=False),
+    Column("stopped_at", Float, nullable=True),
+)
+
+leases = Table(
+    "leases",
+    metadata,
+    # Which worker runs a task, until when. A row outlives its lease: an expired or released one is a
+    # task free to take, and its row is what the next claimant locks.
+    _string("task_id", 200, primary_key=True),
+    _string("worker_id", 64, nullable=True),
+    Column("acquired_at", Float, nullable=True),
+    Column("expires_at", Float, nullable=False),
 )

@@ -115,7 +115,9 @@ async def run_until_stopped(rt: Runtime, task_id: str, *, max_decisions: int | N
             break
         except ConcurrencyConflict:
             # Someone else recorded something for the task meanwhile (a cancel, a decision): the next
-            # step reads the log again and goes on from what is there now.
+            # step reads the log again and goes on from what is there now. Said, because a decision was
+            # taken for nothing; between workers, it means two ran one task (their leases allow none).
+            log.info("appended to first by another writer; reading the task again", task_id=task_id)
             conflicts += 1
             if conflicts > MAX_CONFLICTS:
                 raise

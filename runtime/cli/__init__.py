@@ -70,6 +70,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "runtime.cli.trace", "trace",
         "A task's OpenTelemetry spans, derived from the log: for any past, replayed or imported task.",
     ),
+    "workers": (
+        "runtime.cli.workers", "workers",
+        "Each agentd serving this database: its host, pid, heartbeat and the tasks it holds leases on.",
+    ),
 }
 
 

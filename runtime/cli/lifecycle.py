@@ -14,6 +14,7 @@ import click
 
 from runtime.cli._app import App, daemon_options, json_option, pass_app
 from runtime.cli._daemon import health as daemon_health
+from runtime.cli.workers import worker_line, worker_rows
 from runtime.daemon.lock import holder, holder_pid
 from runtime.errors import InstanceLocked, NotFound
 from runtime.output import echo_json, fields_table
@@ -112,6 +113,7 @@ def status(app: App, as_json: bool) -> None:
         depth = notifications.depth(conn)
         pending = approvals.count_pending(conn)
         last_seq = positions.last_seq(conn)
+    serving = worker_rows(app)
     found = holder(settings.data_dir)
     pid, page = found if found is not None else (None, None)
     health = daemon_health(page, settings.data_dir) if page else None
@@ -128,6 +130,7 @@ def status(app: App, as_json: bool) -> None:
         "python_sandbox": Sandbox().problem() or "ok",
         "mcp": (health or {}).get("mcp") or [],
         "mcp_configured": sorted(settings.mcp.servers),
+        "workers": serving,
     }
     if as_json:
         echo_json(report)
@@ -145,6 +148,9 @@ def status(app: App, as_json: bool) -> None:
         *([("running now", "; ".join(
             f"{t} ({deciding[t]})" if t in deciding else t for t in report["running_tasks"]
         ) or "none")] if pid else []),
+        # Several agentd on one database: each, and what it runs (one serving here says no more than
+        # the lines above do).
+        *([(f"worker {r['worker_id']}", worker_line(r)) for r in serving] if len(serving) > 1 else []),
         ("notifications", f"{depth} waiting to be taken in"),
         ("approvals", f"{pending} pending" + (" (agentd approvals list)" if pending else "")),
         ("events", last_seq),

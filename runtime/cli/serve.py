@@ -30,7 +30,8 @@ def serve(app: App, model: str | None, workspace: Path | None, host: str | None,
 
     settings = app.settings(model=model, workspace=workspace, host=host, port=port)
     access.check_binding(settings.host, settings.allow_remote)
-    with InstanceLock(settings.data_dir) as lock, listener.bind(settings.host, settings.port) as sock:
+    lock = InstanceLock(settings.data_dir, shared_database=not settings.url.startswith("sqlite"))
+    with lock, listener.bind(settings.host, settings.port) as sock:
         # Announced only once the port is this process's: `agentd start` trusts the address it reads.
         lock.announce(daemon.page_address(settings))
         if stop.requested:  # each step of the start takes a while: none is begun after a SIGTERM

@@ -4,6 +4,10 @@ Runnable means submitted or running, or waiting for approval when something new 
 for it since it last stopped (a decision, say). Tasks share the one model; its limiter serializes
 their calls while each task's KV state waits in the model's LRU.
 
+Where several agentd serve one database, each is a worker: it runs a task only while it holds the task's
+lease (store/workers.py), renews its leases with a heartbeat, and gives a task back when its runner
+stops. A task whose lease another worker took (this process stalled past it) has its runner stopped here.
+
 A runner that fails (a full or read-only disk, a store error) interrupts its task, not the daemon:
 the reason is recorded as RunInterrupted as soon as the store can take it (on a full disk, once space
 allows), and the task is tried again after a pause that doubles with each failure in a row.
@@ -21,6 +25,7 @@ from anyio import to_thread
 from runtime import disk, logs
 from runtime.agent.loop import Runtime, run_until_stopped
 from runtime.agent.progress import Board
+from runtime.daemon.membership import Membership
 from runtime.harness import delegation
 from store.errors import AgentdError, ConcurrencyConflict
 from store.events import RunInterrupted, TaskPhase
@@ -47,9 +52,10 @@ class _Held:
 class Scheduler:
     def __init__(
         self, rt: Runtime, poll_seconds: float = POLL_SECONDS, board: Board | None = None,
-        data_dir: Path | None = None,
+        data_dir: Path | None = None, member: Membership | None = None,
     ) -> None:
         self.rt = rt
+        self.member = member  # None: the only runner of its database, which needs no leases
         self.poll_seconds = poll_seconds
         self.board = board  # what each task is doing now; a task that stops leaves it
         self.data_dir = data_dir  # asked whether it is full or read-only when a store write fails
@@ -59,10 +65,14 @@ class Scheduler:
         self._held: dict[str, _Held] = {}
         self._failures: dict[str, int] = {}  # failures in a row, per task
         self._wake: anyio.Event | None = None
+        self._scopes: dict[str, anyio.CancelScope] = {}
+        self._lost: set[str] = set()  # runners stopped because another worker took their task
 
     async def run(self) -> None:
         self._wake = anyio.Event()
         async with anyio.create_task_group() as tg:
+            if self.member is not None:
+                tg.start_soon(self._beat, self.member)
             while True:
                 if any(not held.recorded for held in self._held.values()):
                     await to_thread.run_sync(self._record_held)
@@ -78,6 +88,13 @@ class Scheduler:
         (on the page) resumes its task at once. Call from the event loop's thread."""
         if self._wake is not None:
             self._wake.set()
+
+    def _release(self, task_id: str) -> None:
+        assert self.member is not None
+        try:
+            self.rt.store.workers.release(self.member.worker_id, [task_id])
+        except (AgentdError, OSError) as e:
+            log.error("lease not given back; it runs out instead", task_id=task_id, error=str(e))
 
     def _record_interruption(self, task_id: str, reason: str = "agentd stopped") -> None:
         summary = self.rt.store.task(task_id)
@@ -106,8 +123,40 @@ class Scheduler:
         log.error("task runner failed", reason=reason, retry_in_s=pause)
         self._held[task_id] = _Held(reason=reason, pause_s=pause)
 
+    async def _beat(self, member: Membership) -> None:
+        """Renew this worker's leases; stop the runner of any task it no longer holds."""
+        while True:
+            await anyio.sleep(member.heartbeat_s)
+            try:
+                held = await to_thread.run_sync(self.rt.store.workers.heartbeat, member.worker_id, member.lease_s)
+            except (AgentdError, OSError) as e:
+                # The database is out of reach: the leases run out unrenewed, and whoever takes a task
+                # over is stopped by the stream's version at its first append, or this runner by its own.
+                log.error("heartbeat failed", error=str(e))
+                continue
+            for task_id in self.running - held:
+                scope = self._scopes.get(task_id)
+                if scope is not None and not scope.cancel_called:
+                    log.warning("lease lost: another worker runs the task now", task_id=task_id)
+                    self._lost.add(task_id)
+                    scope.cancel()
+
+    def _claimed(self, ready: list[str], workspaces: dict[str, str]) -> list[str]:
+        """Of the runnable tasks, those this worker sees and could take the lease of."""
+        member = self.member
+        if member is None:
+            return ready
+        table = self.rt.store.workers
+        elsewhere = table.held_elsewhere(member.worker_id)
+        return [
+            task_id for task_id in ready
+            if task_id not in elsewhere and member.sees(workspaces[task_id])
+            and table.claim(task_id, member.worker_id, member.lease_s)
+        ]
+
     def _runnable(self) -> list[str]:
         ready = []
+        workspaces = {}
         now = time.monotonic()
         for s in self.rt.store.tasks():
             if s.task_id in self.running or TaskPhase(s.phase).finished or s.phase == TaskPhase.WAITING_FOR_USER:
@@ -122,12 +171,14 @@ class Scheduler:
             if s.phase == TaskPhase.AWAITING_APPROVAL and self._parked.get(s.task_id) == s.version:
                 continue
             ready.append(s.task_id)
-        return ready
+            workspaces[s.task_id] = s.workspace
+        return self._claimed(ready, workspaces)
 
     async def _drive(self, task_id: str) -> None:
         stopped = None
         try:
-            with logs.bound(task_id=task_id):
+            with logs.bound(task_id=task_id), anyio.CancelScope() as scope:
+                self._scopes[task_id] = scope
                 stopped = await run_until_stopped(self.rt, task_id)
                 log.info("task stopped", phase=stopped.phase)
                 self._failures.pop(task_id, None)
@@ -144,6 +195,14 @@ class Scheduler:
             with logs.bound(task_id=task_id):
                 self._hold(task_id, e)
         finally:
+            self._scopes.pop(task_id, None)
+            if task_id in self._lost:
+                self._lost.discard(task_id)
+            elif self.member is not None:
+                # Given back whether it stopped or failed: a held task waits for its retry time, and
+                # any worker may take it then. Shielded: a stopping agentd still hands its tasks back.
+                with anyio.CancelScope(shield=True):
+                    await to_thread.run_sync(self._release, task_id)
             if stopped is not None:
                 self._parked[task_id] = stopped.version
             else:

@@ -1,4 +1,5 @@
-"""One agentd per data directory: an exclusive lock on a pid file that dies with the process."""
+"""One agentd per data directory (one per worker on a database server): an exclusive lock on a pid file
+that dies with the process."""
 
 from __future__ import annotations
 
@@ -12,8 +13,12 @@ from runtime.errors import InstanceLocked
 class InstanceLock:
     """Held for the life of a serving agentd. flock, unlike a bare pid file, is released by kill -9 too."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, shared_database: bool = False) -> None:
         self.path = data_dir / "agentd.pid"
+        # On a database server, leases decide which agentd runs which task (store/workers.py): a second
+        # agentd on this data folder serves as one more worker, under a pid file of its own.
+        self.shared_database = shared_database
+        self._extra = False
         self._fd: int | None = None
 
     def acquire(self) -> None:
@@ -24,6 +29,10 @@ class InstanceLock:
         except BlockingIOError:
             holder = _pid_written(fd)
             os.close(fd)
+            if holder and self.shared_database:
+                self.path = self.path.with_name(f"agentd-{os.getpid()}.pid")
+                self._extra = True
+                return self.acquire()
             if not holder:
                 # Only a RunLock holds the file without a pid in it.
                 raise InstanceLocked(
@@ -45,6 +54,8 @@ class InstanceLock:
     def release(self) -> None:
         if self._fd is not None:
             os.ftruncate(self._fd, 0)
+            if self._extra:
+                self.path.unlink(missing_ok=True)  # named after this process: nobody else will take it
             os.close(self._fd)
             self._fd = None
 

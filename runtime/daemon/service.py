@@ -19,6 +19,7 @@ from runtime.agent.loop import Runtime
 from runtime.agent.progress import Board, Progress, Tally, line
 from runtime.config import Settings
 from runtime.daemon.dispatch import Scheduler
+from runtime.daemon.membership import Membership, new_worker_id
 from runtime.daemon.stop import StopRequest
 from runtime.harness.schedules import ScheduleRunner
 from runtime.skills.watcher import CatalogWatcher
@@ -72,7 +73,15 @@ async def run(
     store = rt.store
     board = Board()
     rt.progress = Narrator(board)
-    scheduler = Scheduler(rt, board=board, data_dir=settings.data_dir)
+    member = Membership(
+        worker_id=new_worker_id(), lease_s=settings.lease_s,
+        workspaces=tuple(root.resolve() for root in settings.worker_workspaces),
+    )
+    await anyio.to_thread.run_sync(lambda: store.workers.register(
+        member.worker_id, socket.gethostname(), os.getpid(), page_address(settings),
+        [str(root) for root in member.workspaces],
+    ))
+    scheduler = Scheduler(rt, board=board, data_dir=settings.data_dir, member=member)
     watcher = WorkspaceWatcher(store, data_dir=settings.data_dir)
 
     def status() -> dict:
@@ -82,6 +91,7 @@ async def run(
             "model_state": rt.model.stats(),
             "watcher": dataclasses.asdict(watcher.stats()),
             "pid": os.getpid(),
+            "worker_id": member.worker_id,
             "mcp": rt.mcp.status() if rt.mcp is not None else [],
         }
 
@@ -134,6 +144,8 @@ async def run(
         # The page has stopped; decisions in flight are abandoned at their next await and taken
         # again from the log at the next start.
         tg.cancel_scope.cancel()
+    # Its tasks go back now, not when their leases would run out: another worker takes them at once.
+    await anyio.to_thread.run_sync(store.workers.stop, member.worker_id)
     await anyio.to_thread.run_sync(rt.jobs.close)
     await anyio.to_thread.run_sync(traces.close)
     if rt.mcp is not None:

@@ -157,3 +157,17 @@ def admitted(agentd, task_id: str, env: dict, source_kind: str) -> list[str]:
     return [r["text"] for r in rows if f"{r['source']}/{r['kind']}" == source_kind and r["admitted_call"]]
 
 
+
+
+@pytest.mark.slow
+def test_a_serving_agentd_is_listed_as_a_worker_and_hands_back_its_tasks(agentd, tmp_path: Path) -> None:
+    replies = [{"action": "final_answer", "answer": "All quiet.", "sources": []}]
+    with serving(agentd, tmp_path, replies, ("Report on the night",)) as (env, task_id):
+        assert wait_until(lambda: show(agentd, task_id, env).get("summary", {}).get("phase") == "completed")
+        rows = json.loads(agentd("workers", "--json", env=env).stdout)
+        assert [(r["state"], r["tasks"]) for r in rows] == [("serving", [])], rows
+        assert rows[0]["page"].startswith("http://127.0.0.1:")
+    assert json.loads(agentd("workers", "--json", env=env).stdout) == []
+    stopped = json.loads(agentd("workers", "--all", "--json", env=env).stdout)
+    assert [r["state"] for r in stopped] == ["stopped"]
+    assert "no agentd serves this database" in agentd("workers", env=env).stdout
