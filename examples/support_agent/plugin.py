@@ -13,8 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime.knowledge.evidence import terms
 from runtime.agent.profiles import Profile
+from runtime.knowledge.evidence import terms
 from runtime.tools import Effect, Tool, ToolContext, ToolContract, ToolFailure, ToolRefused
 
 HERE = Path(__file__).resolve().parent
