@@ -15,6 +15,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from sqlalchemy import Connection, Table
 from sqlalchemy.sql import ClauseElement
 
+from store.wakeup import notify_sql
+
 
 class Statement:
     __slots__ = ("element", "_compiled", "_reorder")
@@ -107,6 +109,8 @@ def write_transaction(conn: Connection) -> Iterator[None]:
                 # can never see a seq before the ones below it have committed. SQLite's BEGIN IMMEDIATE
                 # does the same for one file.
                 conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({APPEND_LOCK})")
+                # Other workers hear of the commit at once (store/wakeup.py) instead of at their next poll.
+                conn.exec_driver_sql(notify_sql())
             yield
         return
     raw = conn.connection.dbapi_connection

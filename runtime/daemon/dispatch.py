@@ -29,10 +29,15 @@ from runtime.daemon.membership import Membership
 from runtime.harness import delegation
 from store.errors import AgentdError, ConcurrencyConflict
 from store.events import RunInterrupted, TaskPhase
+from store.wakeup import LogWakeups
 
 log = logs.get_logger("agentd.scheduler")
 
 POLL_SECONDS = 0.5
+# On PostgreSQL: how long a listener's thread waits for a wake-up before it checks it is still wanted,
+# and the least time between two looks it causes (every append of every worker announces itself).
+WAKE_WAIT_S = 1.0
+WAKE_GAP_S = 0.05
 # A task whose runner failed waits this long before it runs again, twice as long after each further
 # failure in a row, up to the cap: each attempt may cost a model call.
 RETRY_FIRST_S = 1.0
@@ -73,6 +78,8 @@ class Scheduler:
         async with anyio.create_task_group() as tg:
             if self.member is not None:
                 tg.start_soon(self._beat, self.member)
+            if not self.rt.store.engines.is_sqlite:
+                tg.start_soon(self._listen)
             while True:
                 if any(not held.recorded for held in self._held.values()):
                     await to_thread.run_sync(self._record_held)
@@ -122,6 +129,15 @@ class Scheduler:
         pause = min(RETRY_MAX_S, RETRY_FIRST_S * 2 ** (failures - 1))
         log.error("task runner failed", reason=reason, retry_in_s=pause)
         self._held[task_id] = _Held(reason=reason, pause_s=pause)
+
+    async def _listen(self) -> None:
+        """Look for runnable tasks as soon as any process commits to the log (a task submitted, a
+        decision on another worker's page), not at the next poll. A burst of commits is one look."""
+        with LogWakeups(self.rt.store.url) as wakeups:
+            while True:
+                if await to_thread.run_sync(wakeups.wait, WAKE_WAIT_S, abandon_on_cancel=True):
+                    self.wake()
+                    await anyio.sleep(WAKE_GAP_S)
 
     async def _beat(self, member: Membership) -> None:
         """Renew this worker's leases; stop the runner of any task it no longer holds."""

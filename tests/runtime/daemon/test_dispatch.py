@@ -3,7 +3,10 @@ Replies are scripted; the store, the approvals and the scheduler's polling are t
 
 from __future__ import annotations
 
+import time
+
 import anyio
+import pytest
 
 from runtime.agent.loop import Stopped
 from runtime.daemon import dispatch
@@ -65,3 +68,36 @@ def test_a_waiting_task_with_nothing_new_is_not_run_again(store, workspace, tmp_
     serve(scheduler, until=lambda: phase(store, task_id) == TaskPhase.AWAITING_APPROVAL, linger_s=0.5)  # ten polls
     assert scheduler._runnable() == []
     assert len(rt.model.prompts) == 1, "parked: no further model call while nobody decides"
+
+
+@pytest.fixture
+def pg_url():
+    from tests.helpers.postgres import fresh_schema, unreachable
+
+    why = unreachable()
+    if why is not None:
+        pytest.skip(why)
+    yield from fresh_schema()
+
+
+def test_on_postgresql_a_task_submitted_by_another_process_runs_before_the_next_poll(
+    pg_url, workspace, tmp_path
+) -> None:
+    from store import EventStore
+
+    with EventStore(pg_url) as store, EventStore(pg_url) as other:
+        rt = make_runtime(store, ScriptedModel([answer("All quiet.")]), tmp_path)
+        # A poll far longer than the test may take: only the commit's NOTIFY can start the task.
+        scheduler = Scheduler(rt, poll_seconds=3600)
+        submitted: list[str] = []
+        start = time.monotonic()
+
+        def until() -> bool:
+            if not submitted:
+                if time.monotonic() - start < 1.0:
+                    return False  # the scheduler's first look, at its start, finds nothing
+                submitted.append(submit(other, workspace))
+            return TaskPhase(phase(store, submitted[0])).finished
+
+        serve(scheduler, until=until)
+        assert phase(store, submitted[0]) == "completed"
