@@ -94,6 +94,45 @@ def path(app: App, name_or_path: str | None) -> None:
     click.echo(resolve_model(settings.model, settings.models_dir))
 
 
+# What llama-cpp-python's server needs beyond llama-cpp-python (its `server` extra).
+SERVER_MODULES = ("fastapi", "sse_starlette", "starlette_context", "pydantic_settings", "uvicorn")
+
+
+@model.command()
+@click.option("--model", "name_or_path", help="A known model's name or a GGUF file instead of the configured one.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True, help="Port to listen on.")
+@pass_app
+def serve(app: App, name_or_path: str | None, host: str, port: int) -> None:
+    """Serve the model to several agentd workers: llama-cpp-python's OpenAI-compatible server, in the
+    foreground, with each prompt's state kept in RAM (kv_cache_mb) so a task's prefix is reused. Point
+    the workers' model_url at the address it prints."""
+    import importlib.util
+    import sys
+
+    missing = [name for name in SERVER_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise InvalidCommand(
+            f"llama-cpp-python's server is not installed (no {', '.join(missing)}): "
+            "pip install 'llama-cpp-python[server]', or `make install-dev`"
+        )
+    settings = app.settings(model=name_or_path)
+    path = resolve_model(settings.model, settings.models_dir)
+    command = [
+        sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--host", host, "--port", str(port),
+        # 0: the context the model was trained with, as agentd's own model takes it.
+        "--n_ctx", str(settings.n_ctx or 0),
+        "--cache", "true", "--cache_type", "ram", "--cache_size", str(settings.kv_cache_mb << 20),
+    ]
+    if settings.threads:
+        command += ["--n_threads", str(settings.threads)]
+    click.echo(f"serving {path.name} at http://{host}:{port} (set model_url to it in each worker's agentd.toml)",
+               err=True)
+    sys.stdout.flush()
+    # The server replaces this process: its signals, its exit code, its log on the terminal.
+    os.execv(sys.executable, command)
+
+
 def _state(row: dict) -> str:
     if row["path"]:
         return "yes"

@@ -9,6 +9,7 @@ import socket
 import time
 import urllib.error
 import urllib.request
+import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -94,6 +95,12 @@ class _HTTPSHandler(urllib.request.HTTPSHandler):
         return self.do_open(connection, req, context=self._context)
 
 
+def slot_of(session: str, slots: int) -> int:
+    """The server slot a session's calls go to: the same in every worker and every process (a stable
+    hash, not Python's salted one), so a task resumed elsewhere finds its prefix where it left it."""
+    return zlib.crc32(session.encode()) % slots
+
+
 class HttpModel(Serialized):
     """A model behind an OpenAI-compatible HTTP server, in place of the in-process one.
 
@@ -104,8 +111,14 @@ class HttpModel(Serialized):
 
     The chat template comes from `template_from` (a local copy of the served GGUF; only its vocabulary
     is read) or else from llama-server's `GET /props`; llama-cpp-python's server does not expose it.
-    The context length comes from `n_ctx` or else from `/props`. Sessions are not used: the server
-    keeps its own prompt cache.
+    The context length comes from `n_ctx` or else from `/props`.
+
+    Prefix reuse: llama-server keeps one KV cache per slot (`total_slots` in `/props`), and a request
+    names its slot with `id_slot`; each task (the call's session) is sent to the same slot every time,
+    so its prefix is there at its next decision unless another task hashed to the slot meanwhile.
+    llama-cpp-python's server has one context and, started with `--cache true` (`agentd model
+    serve` does), saves each prompt's state in RAM and restores the longest matching prefix.
+    `cache_prompt` asks both to reuse what they hold.
     """
 
     stops_at_once = True  # an abandoned call's socket is shut down
@@ -134,6 +147,7 @@ class HttpModel(Serialized):
         if not self.n_ctx:
             raise InferenceError(f"{self.base_url} does not say its context length (no /props): pass n_ctx")
         self.template = self._template(template_from, props)
+        self.slots = int(props.get("total_slots") or 0)
         served = model or Path(props.get("model_path") or "").name or (template_from.name if template_from else "")
         self.name = served or self.base_url
 
@@ -174,6 +188,8 @@ class HttpModel(Serialized):
             "stream": True,
             "cache_prompt": True,
         }
+        if session is not None and self.slots > 1:
+            body["id_slot"] = slot_of(session, self.slots)
         if schema is not None:
             body["grammar"] = schema_grammar(schema)
         if self._model:

@@ -8,7 +8,9 @@ runs in a process of its own; a test that builds its runtime in-process scripts 
 
 Run as a program: python -m tests.helpers.model_server PORT SCRIPT.json
 SCRIPT.json: {"delay_s": 0.3, "replies": [...]} where each reply is a JSON object or a string; the
-token "{n}" in a string reply is replaced by a counter that increases with every reply.
+token "{n}" in a string reply is replaced by a counter that increases with every reply. With "slots": N
+it answers GET /props as llama-server does (N slots, n_ctx 8192); with "requests": PATH it appends each
+completion request's fields but the prompt to PATH, a JSON object per line.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ class Script:
         spec = json.loads(path.read_text())
         self.delay_s = float(spec.get("delay_s", 0.2))
         self.replies = [r if isinstance(r, str) else json.dumps(r) for r in spec["replies"]]
+        self.slots = int(spec.get("slots", 0))
+        self.requests = Path(spec["requests"]) if spec.get("requests") else None
         self.count = 0
         self.lock = threading.Lock()
 
@@ -56,7 +60,10 @@ def serve(port: int, script: Script) -> None:
             self.wfile.write(data)
 
         def do_GET(self) -> None:
-            self._json(404, {"error": "not found"})
+            if self.path == "/props" and script.slots:
+                self._json(200, {"total_slots": script.slots, "default_generation_settings": {"n_ctx": 8192}})
+            else:
+                self._json(404, {"error": "not found"})
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
@@ -64,6 +71,9 @@ def serve(port: int, script: Script) -> None:
                 tokens = vocab.tokenize(body.get("input", "").encode(), add_bos=False, special=True)
                 self._json(200, {"tokens": tokens})
             elif self.path == "/v1/completions":
+                if script.requests is not None:
+                    with script.lock, script.requests.open("a") as f:
+                        f.write(json.dumps({k: v for k, v in body.items() if k != "prompt"}) + "\n")
                 time.sleep(script.delay_s)
                 reply = script.next()
                 self.send_response(200)
