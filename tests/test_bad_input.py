@@ -609,3 +609,13 @@ def test_replay_under_a_bad_policy_or_without_a_task_is_one_line_and_exit_2(agen
     one_error_line(agentd("--data-dir", str(data_dir), "replay", "--task", "t-x", "--policy", "most"), "most")
     result = agentd("--data-dir", str(data_dir), "replay", "--policy", "full")
     assert result.returncode == 2 and "--policy goes with --task" in result.stderr
+
+
+def test_model_serve_without_the_servers_packages_is_one_line_naming_them(agentd, data_dir, tmp_path):
+    hidden = tmp_path / "hide"
+    hidden.mkdir()
+    # As on an install without llama-cpp-python's server extra: the package cannot be found.
+    (hidden / "sitecustomize.py").write_text("import sys\nsys.modules['fastapi'] = None\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(hidden), str(REPO)])}
+    result = agentd("--data-dir", str(data_dir), "model", "serve", "--model", "smollm2-135m", env=env)
+    one_error_line(result, "fastapi", "llama-cpp-python[server]")
