@@ -18,7 +18,7 @@ from runtime.harness import tasks, timeline, undo
 from runtime.tools import ToolRegistry
 from runtime.tools.changes import Kind
 from runtime.web import changes
-from store import EventStore, log, projections
+from store import EventStore, log, projections, workers
 from store.events import (
     MCP_TOOLS_STREAM,
     NOTIFICATIONS_STREAM,
@@ -206,7 +206,16 @@ def tasks_page(store: EventStore) -> dict[str, Any]:
         # One more than shown, to know whether there are more.
         summaries = newest_summaries(conn, TASKS_SHOWN + 1)
         return {**frame(conn), "tasks": summaries[:TASKS_SHOWN], "more": len(summaries) > TASKS_SHOWN,
-                "shown": TASKS_SHOWN}
+                "shown": TASKS_SHOWN, "holders": holders(conn)}
+
+
+def holders(conn: Connection) -> dict[str, str] | None:
+    """The worker running each task, where several serve the database (any worker's page shows them
+    all); None where one does, which the page then does not mention."""
+    now, found, held = workers.snapshot(conn)
+    if sum(w.stopped_at is None for w in found) < 2:
+        return None
+    return {lease.task_id: lease.worker_id for lease in held if lease.expires_at > now}
 
 
 @dataclass(frozen=True)

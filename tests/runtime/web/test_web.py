@@ -603,3 +603,18 @@ def test_the_stream_sends_each_change_of_the_board_as_a_progress_event(store, to
             }
             board(Progress(task_id, 2, "decided", detail="answered"))
             assert events_of(lines) == ("progress", "{}")
+
+
+def test_where_several_workers_serve_the_tasks_page_names_the_worker_running_each(app, store, token, workspace) -> None:
+    held, free = submit(store, workspace, goal="held"), submit(store, workspace, goal="free")
+    alone = login(app, token).get("/tasks").text
+    assert "<th>Worker</th>" not in alone, "one agentd serves: nothing to say"
+    store.workers.register("host-a:11:aaaaaa", "host-a", 11)
+    store.workers.register("host-b:22:bbbbbb", "host-b", 22)
+    assert store.workers.claim(held, "host-b:22:bbbbbb", ttl_s=300)
+    response = login(app, token).get("/tasks")
+    page = response.text
+    assert "<th>Worker</th>" in page
+    assert "<code>host-b:22:bbbbbb</code>" in page.split(f'href="/tasks/{held}"')[1].split("</tr>")[0]
+    assert "<td>-</td>" in page.split(f'href="/tasks/{free}"')[1].split("</tr>")[0]
+    assert_nothing_raw(response)
