@@ -31,7 +31,7 @@ from tests.helpers.postgres import fresh_schema, unreachable
 _WHY = unreachable()
 pytestmark = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
 
-TASKS = 30
+TASKS = 50
 WORKERS = 3
 LEASE_S = 3
 
