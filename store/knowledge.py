@@ -17,8 +17,9 @@ from pathlib import Path
 
 from store.fulltext import Transaction
 
-# Bumped whenever SCHEMA changes: the index is derived, so one of another version is built again.
-VERSION = 2
+# Bumped whenever SCHEMA, or what goes into it, changes: the index is derived, so one of another version
+# is built again (3: a document's secrets are indexed as `[redacted:KIND]`).
+VERSION = 3
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS applied (
     id INTEGER PRIMARY KEY CHECK (id = 1), stream_version INTEGER NOT NULL, seq INTEGER NOT NULL

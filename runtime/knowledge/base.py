@@ -21,6 +21,7 @@ from runtime import logs
 from runtime.artifacts import REF_PREFIX, ArtifactStore
 from runtime.errors import InvalidCommand
 from runtime.knowledge import evidence, examples
+from runtime.secrets.patterns import redacted
 from store.events import KNOWLEDGE_STREAM, DocumentAdded
 from store.knowledge import KnowledgeIndex
 
@@ -203,6 +204,9 @@ class KnowledgeBase:
                 self.index.skip(rec.stream_version, rec.seq)
                 continue
             text = evidence.front_matter(self.artifacts.get(REF_PREFIX + e.sha256).decode("utf-8"))[1]
+            # The artifact keeps a document with a secret sealed; the index, its chunks and every decision
+            # shown them hold only `[redacted:KIND]`: no task's vault owns a document's secret to put back.
+            text = redacted(text, self.artifacts.secrets.patterns)[0]
             self.index.add(
                 seq=rec.seq, stream_version=rec.stream_version, doc_id=e.doc_id, version=e.version,
                 sha256=e.sha256, tenants=e.tenants, scope=e.scope, authority=e.authority, supersedes=e.supersedes,

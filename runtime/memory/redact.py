@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from runtime.secrets.patterns import CUSTOM, PATTERNS, Pattern, as_pattern, found
+from runtime.secrets.patterns import CUSTOM, PATTERNS, Pattern, as_pattern, redacted
 
 __all__ = ["CUSTOM", "PATTERNS", "Pattern", "Redacted", "redact"]
 
@@ -25,15 +25,5 @@ def redact(text: str, extra: Iterable[str | re.Pattern[str] | Pattern] = ()) -> 
 
     `extra` adds patterns after the built-in ones: a regex (string or compiled) is of kind "custom".
     """
-    kinds: list[str] = []
-    for pattern in (*PATTERNS, *(as_pattern(p) for p in extra)):
-        # One pattern at a time, over the text as the patterns before it left it: a key block replaced
-        # whole is not then found again in pieces.
-        spans = [(start, end) for _, _, start, end in found(text, (pattern,))]
-        if not spans:
-            continue
-        if pattern.kind not in kinds:
-            kinds.append(pattern.kind)
-        for start, end in reversed(spans):
-            text = text[:start] + f"[redacted:{pattern.kind}]" + text[end:]
-    return Redacted(text, tuple(kinds))
+    text, kinds = redacted(text, (*PATTERNS, *(as_pattern(p) for p in extra)))
+    return Redacted(text, kinds)

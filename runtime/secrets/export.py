@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from runtime.secrets.patterns import SECRETS, Pattern, found
+from runtime.secrets.patterns import SECRETS, Pattern, redacted
 
 
 def redactor(patterns: Sequence[Pattern] = ()) -> Callable[[str], str]:
@@ -21,11 +21,7 @@ def redactor(patterns: Sequence[Pattern] = ()) -> Callable[[str], str]:
     every = (*SECRETS, *patterns)
 
     def text(value: str) -> str:
-        for pattern in every:
-            spans = [(start, end) for _, _, start, end in found(value, (pattern,))]
-            for start, end in reversed(spans):
-                value = value[:start] + f"[redacted:{pattern.kind}]" + value[end:]
-        return value
+        return redacted(value, every)[0]
 
     def walk(value: Any) -> Any:
         if isinstance(value, str):

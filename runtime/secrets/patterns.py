@@ -109,6 +109,25 @@ def found(text: str, patterns: Iterable[Pattern]) -> Iterator[tuple[Pattern, re.
                 yield pattern, match, start, end
 
 
+def redacted(text: str, patterns: Iterable[Pattern]) -> tuple[str, tuple[str, ...]]:
+    """`text` with what each pattern finds replaced by `[redacted:KIND]`, and each kind found, once.
+
+    One pattern at a time, over the text as the patterns before it left it: a key block replaced whole is
+    not then found again in pieces. For text no task owns (a memory, a document, an export), where there
+    is no vault to keep the value for a tool: it is dropped.
+    """
+    kinds: list[str] = []
+    for pattern in patterns:
+        spans = [(start, end) for _, _, start, end in found(text, (pattern,))]
+        if not spans:
+            continue
+        if pattern.kind not in kinds:
+            kinds.append(pattern.kind)
+        for start, end in reversed(spans):
+            text = text[:start] + f"[redacted:{pattern.kind}]" + text[end:]
+    return text, tuple(kinds)
+
+
 def _phone(candidate: str) -> bool:
     digits = sum(c.isdigit() for c in candidate)
     if _DATE.search(candidate):

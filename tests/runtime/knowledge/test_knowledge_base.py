@@ -198,3 +198,16 @@ def test_a_bad_document_in_a_profiles_folder_is_left_out_and_the_rest_still_foun
     assert {s.doc_id for s in base.candidates("revoked key", tenant="acme", scopes=["profile:support"])} == {
         "runbook/keys"
     }
+
+
+def test_a_secret_in_a_document_is_indexed_and_retrieved_only_as_redacted(base, data_dir, tmp_path) -> None:
+    key = "sk-live-4f9a0c21d4e8b7a6c5d3"
+    text = RUNBOOK.replace("Offer a rotation", f"The old key was {key}. Offer a rotation")
+    base.add_paths([doc(tmp_path / "docs", "keys.md", text)], tenants=["acme"], scope=None, by="cli:me")
+    [found] = [s for s in base.candidates("revoked key rotation", tenant="acme", scopes=["general"])
+               if s.cite == REVOKED]
+    assert key not in found.text and "[redacted:" in found.text and "Offer a rotation" in found.text
+    base.close()
+    for path in [data_dir / "knowledge.db", *(data_dir / "artifacts").rglob("*")]:
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path
