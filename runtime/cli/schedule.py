@@ -50,7 +50,7 @@ def add(
         raise InvalidCommand(f"no profile {profile!r}; loaded profiles: {', '.join(sorted(known))}")
     added = add_schedule(
         cron, goal, settings.workspace, profile=profile, tenant=tenant, allowed_effects=("read", *allowed),
-        timezone=timezone,
+        timezone=timezone, secret_patterns=settings.secrets.patterns,
     )
     store = app.store()
     [record] = store.append(SCHEDULES_STREAM, [added], actor="cli")

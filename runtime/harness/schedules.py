@@ -8,7 +8,7 @@ import zoneinfo
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import anyio
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -18,6 +18,7 @@ from sqlalchemy import Connection
 from runtime import logs
 from runtime.errors import InvalidCommand, NotFound
 from runtime.harness.tasks import submit_task
+from runtime.secrets.patterns import SECRETS, Pattern, redacted
 from store import NO_STREAM, EventStore
 from store.errors import AgentdError, ConcurrencyConflict
 from store.events import SCHEDULES_STREAM, ScheduleAdded, ScheduleFired, ScheduleRemoved
@@ -234,13 +235,24 @@ def add_schedule(
     tenant: str,
     allowed_effects: tuple[str, ...],
     timezone: str = "UTC",
+    secret_patterns: Sequence[Pattern] = SECRETS,
 ) -> ScheduleAdded:
-    """A new schedule, checked as its firings' tasks will be: a valid cron expression and zone, a goal, a folder."""
+    """A new schedule, checked as its firings' tasks will be: a valid cron expression and zone, a goal, a folder.
+
+    A goal holding a secret is refused: a schedule keeps its goal as written, in its own stream, to submit
+    it again at each firing, and there is no task yet whose vault could keep the value instead.
+    """
     cron = " ".join(cron.split())
     cron_trigger(cron, timezone)
     goal = goal.strip()
     if not goal:
         raise InvalidCommand("a schedule needs a goal: say what each task it submits should do")
+    kinds = redacted(goal, secret_patterns)[1]
+    if kinds:
+        raise InvalidCommand(
+            f"the schedule's goal holds a secret ({', '.join(kinds)}), which its log would keep in the clear; "
+            "put it in a file in the workspace and have the goal name the file"
+        )
     if not workspace.is_dir():
         raise InvalidCommand(f"workspace {workspace} is not a folder")
     unknown = sorted(set(allowed_effects) - set(EFFECTS))

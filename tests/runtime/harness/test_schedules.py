@@ -104,15 +104,20 @@ def test_add_list_and_remove_on_the_command_line(agentd, isolated: Path) -> None
     unknown = agentd("schedule", "remove", "s-00000000")
     bad_cron = agentd("schedule", "add", "--cron", "61 * * * *", "goal")
     bad_zone = agentd("schedule", "add", "--cron", "0 7 * * *", "--timezone", "Mars/Olympus", "goal")
+    key = "sk-live-4f9a0c21d4e8b7a6c5d3"
+    secret = agentd("schedule", "add", "--cron", "0 7 * * *", f"rotate the key {key} every morning")
     for result, words in (
         (again, "already removed"),
         (unknown, "no schedule 's-00000000'"),
         (bad_cron, "'61 * * * *'"),
         (bad_zone, "unknown time zone 'Mars/Olympus'"),
+        (secret, "holds a secret (api_key)"),
     ):
         assert result.returncode != 0
         assert result.stderr.count("\n") == 1 and words in result.stderr, result.stderr
         assert "Traceback" not in result.stderr
+    assert key not in secret.stderr
+    assert [r["schedule_id"] for r in json.loads(agentd("schedule", "list", "--all", "--json").stdout)] == [schedule_id]
 
 
 # -- cron expressions ----------------------------------------------------------------------------------
