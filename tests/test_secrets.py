@@ -96,12 +96,17 @@ def test_planted_secrets_appear_only_in_the_vault_and_in_the_file_the_task_was_a
     assert imported.returncode == 0, imported.stderr
     replayed = run_agentd("replay", env={"AGENTD_DATA_DIR": str(elsewhere)})
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    # The task's trace is built from its events, which hold placeholders only.
+    traced = run_agentd("trace", "export", "--task", task_id, "-o", str(tmp_path / "spans.jsonl"), env=env)
+    assert traced.returncode == 0, traced.stderr
+    assert "execute_tool write_file" in (tmp_path / "spans.jsonl").read_text()
     store.close()
     leaks = {
         str(path): [s for s in PLANTED if s.encode() in path.read_bytes()]
         for folder in (data_dir, tmp_path / "artifacts", elsewhere) for path in folder.rglob("*") if path.is_file()
     }
-    leaks[str(shared)] = [s for s in PLANTED if s in shared.read_text()]
+    for kept in (shared, tmp_path / "spans.jsonl"):
+        leaks[str(kept)] = [s for s in PLANTED if s in kept.read_text()]
     assert {path: found for path, found in leaks.items() if found} == {}
     assert (data_dir / "logs" / "agentd.log").stat().st_size > 0
 
