@@ -81,7 +81,7 @@ ROWS: list[tuple[str, list[Row]]] = [
         ("   appends/s, 16 threads, synchronous=off (no fsync)", AGENTD_16_UNSYNCED, "spread"),
         ("   steps/s, 16 threads, 1 step (4 events) per call", AGENTD_16_STEPS, "spread"),
         ("   mean appends per commit (steps)", ("agentd", "concurrent16_steps", "mean_batch"), "float"),
-        ("3. events/s, 1000 events per append (fill to N)", ("agentd", "batched", "per_second"), "rate"),
+        ("3. events/s, 1000 events per append (fill to N)", ("agentd", "batched", "per_second"), "spread"),
         ("4. rebuild events/s (replay.rebuild_into)", ("agentd", "rebuild", "per_second"), "rate"),
         ("   verify events/s (replay.verify, wall)", ("agentd", "verify", "per_second"), "rate"),
         ("5. bytes per event (.db + -wal, checkpointed)", ("agentd", "size", "per_event"), "int"),
@@ -99,7 +99,7 @@ ROWS: list[tuple[str, list[Row]]] = [
     ]),
     ("reference", [
         ("   raw sqlite3 one-row commits/s (WAL, full)", ("raw_sqlite", "single_commit", "per_second"), "spread"),
-        ("   raw sqlite3 agentd event rows/s, 1000 per commit", RAW_EVENT_ROWS, "rate"),
+        ("   raw sqlite3 agentd event rows/s, 1000 per commit", RAW_EVENT_ROWS, "spread"),
         ("   agentd payloads decoded/s, nothing else", DECODE_ONLY, "rate"),
     ]),
 ]
@@ -142,7 +142,7 @@ def render(meta: dict, results: dict[str, dict]) -> str:
         f"agentd store benchmark  {meta['started_at']}",
         f"{meta['cpus']} CPUs, Python {meta['python']}, SQLite {meta['sqlite']}; "
         f"ops: {meta['ops']:,} sequential, {meta['concurrent_ops']:,} concurrent, in {meta['rounds']} "
-        "interleaved rounds; (slowest-fastest round) after per-commit figures",
+        "interleaved rounds; (slowest-fastest round) after figures taken in rounds",
         "",
         head,
     ]

@@ -3,8 +3,9 @@
 For each size N (default 100,000 and 1,000,000 events), in one run on one machine, each system in a
 temporary folder of its own, with durable settings (WAL, synchronous=full):
 
-    agentd         fill to N in appends of 1000 events (figure 3); database size per event (5);
-                   projection rebuild and verify over the N-event log (4)
+    agentd         fill to N in appends of 1000 events (figure 3), in --rounds slices, each followed by
+                   raw sqlite3 inserting the rows it wrote (the ceiling of 3); database size per
+                   event (5); projection rebuild and verify over the N-event log (4)
     LangGraph      fill to N checkpoints (untimed)
     eventsourcing  fill to N in insert_events calls of 1000 (7, batched)
 
@@ -163,11 +164,34 @@ def writer_settings(store: EventStore) -> dict:
     return store.in_write_transaction(read)
 
 
-def agentd_once(store: EventStore, pool: EventPool, folder: str, n: int, args: argparse.Namespace) -> dict:
-    """The agentd figures taken once: fill (3), size (5), rebuild and verify (4)."""
+def batched_beside_raw(store: EventStore, raw: RawCommits, pool: EventPool, n: int, rounds: int) -> tuple[dict, dict]:
+    """agentd's fill to `n` (3) and raw sqlite3 inserting the same rows (its ceiling), a slice of each in turn.
+
+    The two are compared as a ratio, so they are taken side by side, as the per-commit figures are: a spell
+    of load on the machine falls on both, not on whichever happened to run then. Each slice is whole
+    appends of BATCH events; raw sqlite3 then inserts the rows that slice wrote, read back untimed.
+    """
+    agentd, plain = Rounds(), Rounds()
+    per_round = max(1, -(-n // (rounds * agentd_cases.BATCH))) * agentd_cases.BATCH
+    written = 0
+    while written < n:
+        size = min(per_round, n - written)
+        agentd.add(agentd_cases.fill(store, pool, size))
+        ddl, rows = agentd_cases.log_rows(store, written + size)
+        plain.add(raw.event_rows(ddl if written == 0 else [], rows[written:]))
+        written += size
+    return agentd.as_dict(), plain.as_dict()
+
+
+def agentd_once(
+    store: EventStore, raw: RawCommits, pool: EventPool, folder: str, n: int, args: argparse.Namespace
+) -> tuple[dict, dict]:
+    """The agentd figures taken once: fill (3) beside raw sqlite3's event rows, size (5), rebuild and
+    verify (4). Returns them and raw sqlite3's event rows figure."""
     out: dict = {"settings": writer_settings(store)}
-    progress(f"agentd: filling to {n:,} events in appends of {agentd_cases.BATCH}")
-    out["batched"] = agentd_cases.fill(store, pool, n).as_dict()
+    progress(f"agentd: filling to {n:,} events in appends of {agentd_cases.BATCH}, and raw sqlite3 inserting the "
+             f"same rows, in {args.rounds} interleaved rounds")
+    out["batched"], event_rows = batched_beside_raw(store, raw, pool, n, args.rounds)
     size = agentd_cases.size(store, n)
     out["size"] = {"bytes": size.total_bytes, "per_event": size.per_event,
                    "log_per_event": size.log_per_event, "by_table": size.by_table}
@@ -180,7 +204,7 @@ def agentd_once(store: EventStore, pool: EventPool, folder: str, n: int, args: a
     if not args.no_verify:
         progress("agentd: verifying the projections against the log")
         out["verify"] = agentd_cases.verify(store, folder).as_dict()
-    return out
+    return out, event_rows
 
 
 def langgraph_once(lg: anchors.LangGraphBench, n: int) -> dict:
@@ -210,17 +234,15 @@ def run_size(n: int, pool: EventPool, args: argparse.Namespace) -> dict:
     with contextlib.ExitStack() as stack:
         agentd_folder = folder(stack, "agentd")
         store = stack.enter_context(EventStore(agentd_cases.store_url(agentd_folder)))
-        result = {"agentd": agentd_once(store, pool, agentd_folder, n, args)}
+        raw = stack.enter_context(RawCommits(folder(stack, "raw")))
+        agentd, event_rows = agentd_once(store, raw, pool, agentd_folder, n, args)
+        result = {"agentd": agentd, "raw_sqlite": {"settings": raw.settings, "event_rows": event_rows}}
         lg = es = None
         if not args.no_anchors:
             lg = stack.enter_context(anchors.LangGraphBench(folder(stack, "langgraph"), pool))
             result["langgraph"] = langgraph_once(lg, n)
             es = stack.enter_context(anchors.EventsourcingBench(folder(stack, "eventsourcing"), pool))
             result["eventsourcing"] = eventsourcing_once(es, n)
-        raw = stack.enter_context(RawCommits(folder(stack, "raw")))
-        result["raw_sqlite"] = {"settings": raw.settings}
-        progress(f"raw sqlite3: the same {n:,} event rows into a copy of agentd's events table")
-        result["raw_sqlite"]["event_rows"] = raw.event_rows(*agentd_cases.log_rows(store, n)).as_dict()
         progress(f"per-commit figures: {args.ops:,} sequential and {args.concurrent_ops:,} concurrent "
                  f"operations per system, in {args.rounds} interleaved rounds")
         # The same 16 writers on a store that never waits for the disk: what the CPU alone allows them.
