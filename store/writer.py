@@ -34,6 +34,8 @@ from store.mark import Mark, Position
 
 MAX_BATCH = 512
 
+_new = tuple.__new__
+
 
 @dataclass(slots=True)
 class AppendRequest:
@@ -300,10 +302,11 @@ def _append_batch(
             current = versions[req.stream_id]
             if req.expected_version is not None and req.expected_version != current:
                 raise ConcurrencyConflict(req.stream_id, req.expected_version, current)
-            # Positional: a named tuple built with keywords costs twice as much, once per event.
+            # tuple.__new__ builds the very tuple Recorded(...) would, without the Python-level __new__ a named
+            # tuple runs: a third of the cost, once per event.
             records = [
-                Recorded(next_seq + i, req.stream_id, current + 1 + i, recorded_at, req.actor, req.causation_id,
-                         req.correlation_id, event)
+                _new(Recorded, (next_seq + i, req.stream_id, current + 1 + i, recorded_at, req.actor,
+                                req.causation_id, req.correlation_id, event))
                 for i, event in enumerate(req.events)
             ]
             projector.stage(records)
@@ -332,19 +335,22 @@ def _append_batch(
 def insert(conn: Connection, records: Sequence[Recorded], prev: str | None) -> str:
     """Insert events as rows in table column order, each chained to the one before (`prev`, the hash of
     the log's last row); return the last hash."""
-    link = chain.link
     # A last row without a hash was written behind the writer's back; db check names it, and the chain
     # goes on from an empty hash rather than refusing every append after it.
     prev = prev or ""
     rows = []
-    for r in records:
-        cls = type(r.event)
-        row = (r.seq, r.stream_id, r.stream_version, cls.__name__, cls.schema_version, r.event.model_dump_json(),
-               r.recorded_at, r.actor, r.causation_id, r.correlation_id)
-        prev = link(prev, row)
-        rows.append((*row, prev))
-    log.INSERT.insert(conn, rows)
-    return prev
+    payloads = []
+    for seq, stream_id, version, recorded_at, actor, causation, correlation, event in records:
+        cls = type(event)
+        # What model_dump_json returns, before it decodes the bytes: the chain hashes these bytes, so they
+        # are not encoded again, and the keyword handling around the serializer is skipped.
+        payload = cls.__pydantic_serializer__.to_json(event)
+        payloads.append(payload)
+        rows.append((seq, stream_id, version, cls.__name__, cls.schema_version, payload.decode(), recorded_at, actor,
+                     causation, correlation))
+    hashes = chain.links(prev, rows, payloads)
+    log.INSERT.insert(conn, [(*row, hash) for row, hash in zip(rows, hashes, strict=True)])
+    return hashes[-1]
 
 
 def _is_integrity_error(e: BaseException) -> bool:
