@@ -54,6 +54,8 @@ class Runtime:
     mcp: Gateway | None = None
     # The knowledge index's file (derived from the log); None: built in memory when first searched.
     knowledge_index: Path | None = None
+    # The rerankers plugins registered, by name; a profile's `reranker` picks one.
+    rerankers: dict[str, evidence.Reranker] = field(default_factory=dict)
     _knowledge: KnowledgeBase | None = None
     _mcp_sections: dict[str, list[evidence.Section]] = field(default_factory=dict)
     # The last whole-workspace snapshot per workspace: the next one reads only the files that changed.

@@ -1,12 +1,14 @@
 """Plugins: Python files that add tools and profiles (the worked example is one), loaded by path.
 
-A plugin file defines `register(tools, profiles)`; it may add tools to the registry and profiles to
-the mapping. Plugins are code and run with agentd's rights: load only files you trust.
+A plugin file defines `register(tools, profiles)`, or `register(tools, profiles, rerankers)`; it may add
+tools to the registry, profiles to the mapping, and rerankers by name (a profile's `reranker` names one).
+Plugins are code and run with agentd's rights: load only files you trust.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +16,7 @@ from typing import Iterable
 
 from runtime.agent.profiles import WORKSPACE, Profile
 from runtime.errors import ConfigError
+from runtime.knowledge.evidence import Reranker
 from runtime.tools import ToolRegistry, builtin_tools
 
 
@@ -21,6 +24,7 @@ from runtime.tools import ToolRegistry, builtin_tools
 class Plugins:
     tools: ToolRegistry
     profiles: dict[str, Profile] = field(default_factory=dict)
+    rerankers: dict[str, Reranker] = field(default_factory=dict)
 
 
 def load(paths: Iterable[Path]) -> Plugins:
@@ -30,7 +34,17 @@ def load(paths: Iterable[Path]) -> Plugins:
         register = getattr(module, "register", None)
         if not callable(register):
             raise ConfigError(f"plugin {path} defines no register(tools, profiles) function")
-        register(loaded.tools, loaded.profiles)
+        if len(inspect.signature(register).parameters) >= 3:
+            register(loaded.tools, loaded.profiles, loaded.rerankers)
+        else:
+            register(loaded.tools, loaded.profiles)
+    for profile in loaded.profiles.values():
+        if profile.reranker is not None and profile.reranker not in loaded.rerankers:
+            known = ", ".join(sorted(loaded.rerankers)) or "none"
+            raise ConfigError(
+                f"profile {profile.name!r} names reranker {profile.reranker!r}, which no plugin registers "
+                f"(registered: {known})"
+            )
     return loaded
 
 

@@ -59,6 +59,9 @@ class Profile(BaseModel):
     # The knowledge base's scopes the profile's tasks read, besides its own folder's: a document added
     # with `agentd knowledge add --scope S` reaches only the profiles that list S.
     knowledge_scopes: tuple[str, ...] = ("general",)
+    # A reranker a plugin registered (runtime.knowledge.evidence.Reranker), scoring the relevance of the
+    # candidates BM25 found; None: term overlap alone.
+    reranker: str | None = None
     # The purposes of memories the profile's tasks load (`agentd memory add --purpose`); none: its name.
     memory_purposes: tuple[str, ...] = ()
     max_output_tokens: int = Field(384, ge=16)
@@ -102,7 +105,8 @@ class Profile(BaseModel):
         """A hash of everything in the profile: two tasks with the same version saw the same prefix."""
         # Fields added since versions were first recorded are left out while unset, so profiles keep them.
         later = (("context_policy", None), ("answer_after", ()), ("call_first", ()), ("on_request", {}),
-                 ("escalate_only_when_blocked", False), ("confirm_changes", False), ("mcp_tools", ()))
+                 ("escalate_only_when_blocked", False), ("confirm_changes", False), ("mcp_tools", ()),
+                 ("reranker", None))
         unset = {name for name, value in later if getattr(self, name) == value}
         return hashlib.sha256(self.model_dump_json(exclude=unset or None).encode()).hexdigest()[:12]
 

@@ -72,6 +72,7 @@ def retrieve_evidence(
         min_utility=EVIDENCE_MIN_UTILITY,
         min_share=EVIDENCE_MIN_SHARE,
         risk=injection_risk,
+        rerank=rt.rerankers[trusted.profile.reranker] if trusted.profile.reranker else None,
     )
     # Shown best last, next to the decision: measured on the default model with an injected on-call note
     # after the runbook section, it answered right and cited the note.

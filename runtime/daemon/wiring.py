@@ -53,6 +53,7 @@ def open_runtime(settings: Settings, store: EventStore, model: Model | None = No
         skills_budget_tokens=settings.skills_budget_tokens,
         record_limit=Limit(settings.record_max_files, settings.record_max_mb * 1024 * 1024),
         knowledge_index=settings.data_dir / "knowledge.db",
+        rerankers=loaded.rerankers,
     )
     delegation.bind(runtime)
     if settings.mcp.servers:

@@ -21,8 +21,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
+from runtime.errors import ConfigError
 from store.knowledge import Chunk
 
 # A section longer than this many words is cut at paragraph boundaries: one chunk should be one thing
@@ -196,6 +197,25 @@ def relevance(query: Iterable[str], section: Section) -> float:
     return min(1.0, hits / len(wanted))
 
 
+# A second stage a plugin may add (a dense model, a cross-encoder): given the query and the candidates
+# BM25 found within scope, each one's relevance, 0..1, in place of term overlap. Authority, freshness,
+# redundancy and injection risk still apply, so a reranker reorders what may be shown, never widens it.
+Reranker = Callable[[str, Sequence[Section]], Sequence[float]]
+
+
+def reranked(rerank: Reranker, query: str, sections: Sequence[Section]) -> list[float]:
+    """The reranker's relevances, checked: one number in 0..1 per candidate, or the reranker is broken."""
+    if not sections:
+        return []
+    scores = [float(x) for x in rerank(query, sections)]
+    if len(scores) != len(sections) or not all(0.0 <= x <= 1.0 for x in scores):
+        raise ConfigError(
+            f"the reranker gave {len(scores)} relevances for {len(sections)} candidates; it must give one in 0..1 "
+            "for each"
+        )
+    return scores
+
+
 def retrieve(
     sections: Iterable[Section],
     *,
@@ -208,6 +228,7 @@ def retrieve(
     min_utility: float = 0.0,
     min_share: float = 0.0,
     risk: Callable[[Section], float] = lambda s: 0.0,
+    rerank: Reranker | None = None,
 ) -> Packed:
     """Authorize, score, pack: utility = relevance x authority x freshness - redundancy - injection risk
     (seed 000). `risk` is what a section's instruction-like text costs it: still only data if shown.
@@ -220,11 +241,13 @@ def retrieve(
     shown before or not: a weak match is a distraction next to a strong one, however much room is left.
     """
     q = terms(query)
+    allowed = [s for s in sections if s.allowed_for(tenant)]
+    relevant = reranked(rerank, query, allowed) if rerank is not None else [relevance(q, s) for s in allowed]
 
-    def base(s: Section) -> float:
-        return relevance(q, s) * s.authority * (1.0 if s.current else 0.2) - (0.0 if s.current else 0.2) - risk(s)
+    def base(s: Section, rel: float) -> float:
+        return rel * s.authority * (1.0 if s.current else 0.2) - (0.0 if s.current else 0.2) - risk(s)
 
-    scored = [(base(s), s) for s in sections if s.allowed_for(tenant)]
+    scored = [(base(s, rel), s) for s, rel in zip(allowed, relevant, strict=True)]
     floor = max(min_utility, min_share * max((b for b, _ in scored), default=0.0))
     ranked = sorted(((b, s) for b, s in scored if s.cite not in exclude), key=lambda p: (-p[0], p[1].cite))
     selected: list[Scored] = []

@@ -52,7 +52,7 @@ def scripted_runtime(
         profiles=loaded.profiles,
         artifacts=ArtifactStore(data_dir / "artifacts"),
         protected=(data_dir,),
-        **kw,
+        **{"rerankers": loaded.rerankers, **kw},
     )
 
 

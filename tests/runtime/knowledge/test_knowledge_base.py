@@ -211,3 +211,58 @@ def test_a_secret_in_a_document_is_indexed_and_retrieved_only_as_redacted(base, 
     for path in [data_dir / "knowledge.db", *(data_dir / "artifacts").rglob("*")]:
         if path.is_file():
             assert key.encode() not in path.read_bytes(), path
+
+
+RERANKING_PLUGIN = '''
+from runtime.agent.profiles import Profile
+
+
+def rate_limits_first(query, sections):
+    # A second stage that knows better than term overlap: here, that a 429 is what the user means.
+    return [1.0 if "429" in s.text else 0.05 for s in sections]
+
+
+def register(tools, profiles, rerankers):
+    rerankers["limits"] = rate_limits_first
+    profiles["helpdesk"] = Profile(name="helpdesk", role="You answer questions.", knowledge=KNOWLEDGE,
+                                   reranker="limits")
+'''
+
+
+def test_a_plugins_reranker_scores_the_candidates_a_profile_is_shown(store, data_dir, tmp_path) -> None:
+    folder = tmp_path / "knowledge"
+    doc(folder, "keys.md", RUNBOOK)
+    plugin = tmp_path / "reranking.py"
+    plugin.write_text(RERANKING_PLUGIN.replace("KNOWLEDGE", repr(str(folder))))
+    limits = "runbook/keys@v1#rate-limits"
+    goal = "Why was my revoked key refused after many requests?"
+    rt = scripted_runtime(store, data_dir, [answer("Wait a minute.", limits)], plugins=[str(plugin)])
+    task_id = submit(store, tmp_path, goal, profile="helpdesk")
+    run(rt, task_id)
+    [retrieved] = events(store, task_id, EvidenceRetrieved)
+    assert [i.cite for i in retrieved.items] == [limits]
+    # Both sections were BM25's candidates, and term overlap alone ranks the revoked-keys one first.
+    candidates = rt.sections(rt.profiles["helpdesk"], "default", goal)
+    alone = evidence.retrieve(candidates, tenant="default", query=goal, exclude=set(), budget=500, limit=3,
+                              count=lambda t: len(t.split()))
+    assert sorted(s.cite for s in candidates) == [limits, REVOKED]
+    assert alone.selected[0].section.cite == REVOKED
+
+
+def test_a_profile_naming_a_reranker_nobody_registered_is_refused_at_load(tmp_path) -> None:
+    from runtime.agent import plugins
+    from runtime.errors import ConfigError
+
+    plugin = tmp_path / "unranked.py"
+    plugin.write_text(RERANKING_PLUGIN.replace("KNOWLEDGE", "None").replace('rerankers["limits"] = ', "_ = "))
+    with pytest.raises(ConfigError, match="names reranker 'limits', which no plugin registers"):
+        plugins.load([plugin])
+
+
+def test_a_reranker_that_scores_out_of_range_is_a_config_error_not_a_silent_ranking() -> None:
+    from runtime.errors import ConfigError
+
+    sections = evidence.document_sections("d", "v1", "D", "## A\n\nalpha\n\n## B\n\nbeta\n", frozenset({"*"}), 1.0)
+    with pytest.raises(ConfigError, match="one in 0..1 for each"):
+        evidence.retrieve(sections, tenant="acme", query="alpha", exclude=set(), budget=500, limit=3,
+                          count=lambda t: len(t.split()), rerank=lambda q, ss: [2.0 for _ in ss])
