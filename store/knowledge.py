@@ -42,6 +42,17 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks USING fts5(
 
 
 @dataclass(frozen=True)
+class Placed:
+    """A document version: its text, and where it is found (scope and tenants)."""
+
+    version: str
+    sha256: str
+    kind: str
+    scope: str
+    tenants: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Chunk:
     cite: str
     title: str
@@ -137,12 +148,13 @@ class KnowledgeIndex:
         """Mark an event of the stream that adds nothing to the index as applied."""
         self._conn.execute("UPDATE applied SET stream_version = ?, seq = ?", (stream_version, seq))
 
-    def latest(self, doc_id: str) -> tuple[str, str, str] | None:
-        """The newest version of `doc_id`, its text's sha256 and its kind, or None."""
+    def latest(self, doc_id: str) -> Placed | None:
+        """The newest version of `doc_id`: its text's sha256, kind, scope and tenants; None if there is none."""
         row = self._conn.execute(
-            "SELECT version, sha256, kind FROM documents WHERE doc_id = ? ORDER BY seq DESC LIMIT 1", (doc_id,)
+            "SELECT version, sha256, kind, scope, tenants FROM documents WHERE doc_id = ? ORDER BY seq DESC LIMIT 1",
+            (doc_id,),
         ).fetchone()
-        return (row[0], row[1], row[2]) if row else None
+        return Placed(row[0], row[1], row[2], row[3], tuple(t for t in row[4].split(",") if t)) if row else None
 
     def versions(self, doc_id: str) -> set[str]:
         return {v for (v,) in self._conn.execute("SELECT version FROM documents WHERE doc_id = ?", (doc_id,))}

@@ -75,8 +75,8 @@ class Runtime:
         found: list[evidence.Section] = []
         scopes = list(profile.knowledge_scopes)
         if profile.knowledge is not None:
-            self.knowledge_base.sync(profile.knowledge, scope=folder_scope(profile.name))
-            scopes.append(folder_scope(profile.name))
+            self.knowledge_base.sync(profile.knowledge, scope=folder_scope(profile.knowledge))
+            scopes.append(folder_scope(profile.knowledge))
         found += self.knowledge_base.candidates(query, tenant=tenant, scopes=scopes)
         if self.mcp is not None:
             if profile.name not in self._mcp_sections:

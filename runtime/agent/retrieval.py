@@ -46,7 +46,7 @@ def skipped(profile: Profile, transcript: Transcript, call_index: int, *, mcp: b
 
 def scopes_of(profile: Profile) -> list[str]:
     """The knowledge scopes a profile's tasks read: its listed ones and its own folder's."""
-    return [*profile.knowledge_scopes, *([folder_scope(profile.name)] if profile.knowledge is not None else [])]
+    return [*profile.knowledge_scopes, *([folder_scope(profile.knowledge)] if profile.knowledge is not None else [])]
 
 
 def examples(

@@ -23,7 +23,7 @@ from runtime.errors import InvalidCommand
 from runtime.knowledge import evidence, examples
 from runtime.secrets.patterns import redacted
 from store.events import KNOWLEDGE_STREAM, DocumentAdded
-from store.knowledge import KnowledgeIndex
+from store.knowledge import KnowledgeIndex, Placed
 
 # The kinds of file a folder's documents are read from.
 SUFFIXES = (".md", ".markdown", ".txt")
@@ -53,9 +53,15 @@ class Added:
     kind: str = "document"
 
 
-def folder_scope(profile: str) -> str:
-    """The scope of a profile's own knowledge folder: its documents are that profile's evidence only."""
-    return f"profile:{profile}"
+def folder_scope(folder: Path) -> str:
+    """The scope of a knowledge folder's documents: the folder's, read by every profile that names it. (A
+    scope per profile set two profiles sharing a folder against each other: the second's sync found the
+    same text already added, in the first one's scope, and its tasks were shown nothing.)"""
+    path = str(folder.resolve())
+    # A scope is a short lowercase name (store.events.DocumentAdded): the folder's own name, to read, and
+    # a hash of its whole path, to tell two folders of that name apart.
+    name = re.sub(r"[^a-z0-9_.-]+", "-", folder.resolve().name.lower()).strip("-.")[:40] or "root"
+    return f"folder:{name}-{hashlib.sha256(path.encode()).hexdigest()[:10]}"
 
 
 class KnowledgeBase:
@@ -130,7 +136,7 @@ class KnowledgeBase:
         `authority` and `kind`, where given, stand over each one's front matter."""
         self.catch_up()
         # Versions of this batch, by document id: a folder may hold the same id twice.
-        pending: dict[str, list[tuple[str, str, str]]] = {}
+        pending: dict[str, list[Placed]] = {}
         events: list[tuple[DocumentAdded, bytes]] = []
         added: list[Added] = []
         for doc in docs:
@@ -144,19 +150,24 @@ class KnowledgeBase:
                     raise BadDocument(f"{doc.path}: an example names the policy_version it is valid for")
                 if problem := examples.problem(doc.text):
                     raise BadDocument(f"{doc.path}: {problem}")
-            versions = self.index.versions(doc_id) | {v for v, _, _ in pending.get(doc_id, [])}
+            versions = self.index.versions(doc_id) | {p.version for p in pending.get(doc_id, [])}
             latest = pending[doc_id][-1] if doc_id in pending else self.index.latest(doc_id)
-            if latest is not None and latest[1:] == (doc.sha256, what):
-                chunks = _chunks(what, doc_id, latest[0], doc.text, meta.get("decision"))
-                added.append(Added(doc_id, latest[0], len(chunks), new=False, kind=what))
+            who = tuple(tenants) if tenants else tuple(
+                t.strip() for t in meta.get("tenants", "*").split(",") if t.strip()
+            ) or ("*",)
+            where = scope or meta.get("scope") or default_scope
+            # The same text in the same place adds nothing; the same text placed elsewhere (another scope,
+            # other tenants) is a new version there, as a user re-adding it to move it means.
+            if latest is not None and (latest.sha256, latest.kind, latest.scope, latest.tenants) == (
+                doc.sha256, what, where, who
+            ):
+                chunks = _chunks(what, doc_id, latest.version, doc.text, meta.get("decision"))
+                added.append(Added(doc_id, latest.version, len(chunks), new=False, kind=what))
                 continue
             version = meta.get("version") or meta.get("effective") or f"v{len(versions) + 1}"
             if version in versions:
                 # The text changed and its front matter did not: a version of its own all the same.
                 version = f"{version}+{doc.sha256[:8]}"
-            who = tuple(tenants) if tenants else tuple(
-                t.strip() for t in meta.get("tenants", "*").split(",") if t.strip()
-            ) or ("*",)
             try:
                 weight = authority if authority is not None else float(meta.get("authority", "1.0"))
             except ValueError:
@@ -165,7 +176,7 @@ class KnowledgeBase:
             try:
                 event = DocumentAdded(
                     doc_id=doc_id, version=version, sha256=doc.sha256, source=str(doc.path), tenants=who,
-                    scope=scope or meta.get("scope") or default_scope, authority=weight,
+                    scope=where, authority=weight,
                     supersedes=tuple(v.strip() for v in meta.get("supersedes", "").split(",") if v.strip()),
                     kind=what,
                     **({"policy_version": meta["policy_version"], "decision": meta.get("decision") or None}
@@ -173,7 +184,7 @@ class KnowledgeBase:
                 )
             except ValueError as e:
                 raise BadDocument(f"{doc.path}: {_first_error(e)}") from None
-            pending.setdefault(doc_id, []).append((version, doc.sha256, what))
+            pending.setdefault(doc_id, []).append(Placed(version, doc.sha256, what, where, who))
             events.append((event, doc.raw))
             chunks = _chunks(what, doc_id, version, doc.text, event.decision)
             added.append(Added(doc_id, version, len(chunks), new=True, kind=what))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from runtime.agent.profiles import Profile
 from runtime.artifacts import ArtifactStore
 from runtime.errors import InvalidCommand
 from runtime.knowledge import evidence
@@ -105,7 +106,7 @@ def test_another_tenants_or_another_scopes_chunks_are_never_candidates(base, tmp
 def test_a_profiles_folder_changed_while_agentd_runs_is_seen_at_the_next_decision(base, tmp_path) -> None:
     folder = tmp_path / "knowledge"
     doc(folder, "keys.md", RUNBOOK)
-    scope = folder_scope("support")
+    scope = folder_scope(folder)
     base.sync(folder, scope=scope)
     assert cites(base.candidates("outage status page", tenant="acme", scopes=[scope])) == []
     doc(folder, "outages.md", "---\nid: runbook/outages\n---\n## Outage\n\nSee the status page during an outage.\n")
@@ -158,7 +159,6 @@ def test_bad_input_adds_nothing(base, store, tmp_path) -> None:
 
 
 def test_a_support_task_is_shown_only_its_tenants_documents(store, data_dir, tmp_path) -> None:
-    from runtime.agent.profiles import Profile
 
     folder = tmp_path / "knowledge"
     doc(folder, "keys.md", RUNBOOK.replace("id: runbook/keys", "id: runbook/keys\ntenants: acme"))
@@ -266,3 +266,26 @@ def test_a_reranker_that_scores_out_of_range_is_a_config_error_not_a_silent_rank
     with pytest.raises(ConfigError, match="one in 0..1 for each"):
         evidence.retrieve(sections, tenant="acme", query="alpha", exclude=set(), budget=500, limit=3,
                           count=lambda t: len(t.split()), rerank=lambda q, ss: [2.0 for _ in ss])
+
+
+def test_two_profiles_reading_one_folder_are_both_shown_its_documents(store, data_dir, tmp_path) -> None:
+    folder = tmp_path / "knowledge"
+    doc(folder, "keys.md", RUNBOOK)
+    rt = scripted_runtime(store, data_dir, [answer("It never comes back.", REVOKED)] * 2)
+    for name in ("helpdesk", "escalations"):
+        rt.profiles[name] = Profile(name=name, role="You answer questions.", knowledge=folder)
+    for name in ("helpdesk", "escalations"):
+        task_id = submit(store, tmp_path, "Why was my key revoked?", profile=name)
+        assert run(rt, task_id) == "completed"
+        [retrieved] = events(store, task_id, EvidenceRetrieved)
+        assert [i.cite for i in retrieved.items] == [REVOKED], name
+
+
+def test_the_same_text_added_to_another_scope_is_placed_there_as_a_new_version(base, tmp_path) -> None:
+    path = doc(tmp_path / "docs", "keys.md", RUNBOOK)
+    base.add_paths([path], tenants=["acme"], scope="support", by="cli:me")
+    [moved] = base.add_paths([path], tenants=["acme"], scope="billing", by="cli:me")
+    assert moved.new and moved.version == "v1+" + moved.version.split("+")[1]
+    assert cites(base.candidates("revoked key", tenant="acme", scopes=["billing"]))[0].startswith("runbook/keys@v1+")
+    [again] = base.add_paths([path], tenants=["acme"], scope="billing", by="cli:me")
+    assert not again.new
