@@ -165,7 +165,9 @@ def _repeats(answer: str, choices: Choices, view: TaskView) -> bool:
     or a result as data, instead of answering."""
     return (
         context.echoes_instructions(answer, view.rejections)
-        or claims.copies(answer, choices.said)
+        # A refusal copied past its opening words is agentd's words too: seen whole as an answer, "edit_file
+        # failed: invalid_arguments; nothing was changed; answer saying what was done and what was not."
+        or claims.copies(answer, (*choices.said, *view.rejections))
         or claims.is_data(answer)
     )
 

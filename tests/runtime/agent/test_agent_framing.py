@@ -473,3 +473,20 @@ def test_a_command_the_request_gives_to_run_is_the_one_that_runs_first(store, pr
     given = submit(store, project_workspace, goal_text, allowed_effects=effects)
     assert run(rt, given) == "awaiting_approval"
     assert [e.arguments for e in events(store, given, ToolCallProposed)] == [{"command": "cat notes.txt"}]
+
+
+def test_an_answer_copied_from_the_tail_of_a_refusal_is_no_answer_and_fails_a_task_that_changed_nothing(
+    store, project_workspace, tmp_path
+) -> None:
+    copied = "edit_file failed: invalid_arguments; nothing was changed; answer saying what was done and what was not."
+    rt = framing_runtime(store, tmp_path, [
+        call("read_file", path="notes.txt"), call("edit_file", path="notes.txt", old="March", new="March"),
+        answer("The release date was changed to March 4."), answer(copied), answer(copied),
+    ])
+    task_id = submit(store, project_workspace, "Change the release date in notes.txt to March 4.",
+                     allowed_effects=("read", "write"))
+    assert run(rt, task_id) == "failed"
+    refused = [r.error for r in events(store, task_id, ProposalRejected)]
+    assert refused[0].startswith('the answer says "The release date was changed to March 4", but edit_file failed')
+    assert refused[1].startswith("the answer repeats") and refused[2].startswith("no answer was given"), refused
+    assert events(store, task_id, AnswerGiven) == []
