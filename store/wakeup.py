@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from sqlalchemy.engine import make_url
 
+from store.errors import StoreError
+
 # One channel for the database: every commit to the log, whoever made it.
 CHANNEL = "agentd_log"
 
@@ -25,20 +27,28 @@ class LogWakeups:
     def __init__(self, url: str) -> None:
         import psycopg
 
+        self._error = psycopg.Error
         # libpq takes the SQLAlchemy URL without its driver name; the query (a search_path) stays.
         conninfo = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-        self._conn = psycopg.connect(conninfo, autocommit=True)
-        self._conn.execute(f"LISTEN {CHANNEL}")
+        try:
+            self._conn = psycopg.connect(conninfo, autocommit=True)
+            self._conn.execute(f"LISTEN {CHANNEL}")
+        except psycopg.Error as e:
+            raise StoreError(f"cannot listen for commits to the log: {e}") from e
 
     def wait(self, timeout_s: float) -> bool:
         """Whether a commit was announced within `timeout_s` (all announced meanwhile are taken too)."""
         found = False
-        for _ in self._conn.notifies(timeout=timeout_s, stop_after=1):
-            found = True
+        try:
+            for _ in self._conn.notifies(timeout=timeout_s, stop_after=1):
+                found = True
+        except self._error as e:
+            raise StoreError(f"lost the connection listening for commits to the log: {e}") from e
         return found
 
     def close(self) -> None:
-        self._conn.close()
+        if hasattr(self, "_conn"):
+            self._conn.close()
 
     def __enter__(self) -> LogWakeups:
         return self

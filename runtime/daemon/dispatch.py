@@ -38,6 +38,7 @@ POLL_SECONDS = 0.5
 # and the least time between two looks it causes (every append of every worker announces itself).
 WAKE_WAIT_S = 1.0
 WAKE_GAP_S = 0.05
+WAKE_RETRY_S = 5.0
 # A task whose runner failed waits this long before it runs again, twice as long after each further
 # failure in a row, up to the cap: each attempt may cost a model call.
 RETRY_FIRST_S = 1.0
@@ -133,11 +134,17 @@ class Scheduler:
     async def _listen(self) -> None:
         """Look for runnable tasks as soon as any process commits to the log (a task submitted, a
         decision on another worker's page), not at the next poll. A burst of commits is one look."""
-        with LogWakeups(self.rt.store.url) as wakeups:
-            while True:
-                if await to_thread.run_sync(wakeups.wait, WAKE_WAIT_S, abandon_on_cancel=True):
-                    self.wake()
-                    await anyio.sleep(WAKE_GAP_S)
+        while True:
+            try:
+                with await to_thread.run_sync(LogWakeups, self.rt.store.url) as wakeups:
+                    while True:
+                        if await to_thread.run_sync(wakeups.wait, WAKE_WAIT_S, abandon_on_cancel=True):
+                            self.wake()
+                            await anyio.sleep(WAKE_GAP_S)
+            except AgentdError as e:
+                # The server restarted or is out of reach: the poll goes on meanwhile; listen again later.
+                log.warning("not listening for commits; polling only", error=str(e), retry_in_s=WAKE_RETRY_S)
+                await anyio.sleep(WAKE_RETRY_S)
 
     async def _beat(self, member: Membership) -> None:
         """Renew this worker's leases; stop the runner of any task it no longer holds."""
