@@ -381,7 +381,8 @@ def scripted_model(tmp_path: Path) -> Iterator[str]:
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"delay_s": 0.2, "replies": [
         {"action": "call_tool", "tool": "fill_disk", "arguments": {}, "reason": "r"},
-        {"action": "final_answer", "answer": "Done.", "sources": []},
+        # Not "Done.": fill_disk writes outside the workspace, so no file change backs a claim of one.
+        {"action": "final_answer", "answer": "fill_disk has answered.", "sources": []},
     ]}))
     port = free_port()
     model = subprocess.Popen([sys.executable, "-m", "tests.helpers.model_server", str(port), str(script)], cwd=REPO)

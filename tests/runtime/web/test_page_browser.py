@@ -25,6 +25,10 @@ REPLIES = [
     {"action": "final_answer", "answer": "done", "sources": []},
 ]
 SUBMIT = ("--max-steps", "4", "--allow", "external", "Write approved.txt")
+# After a denial an answer that says "done" claims a change nothing made, and the task fails for it;
+# the scripted model answers as a truthful one would.
+DENIED_ANSWER = "The command was denied, so approved.txt was not written."
+DENIED_REPLIES = [REPLIES[0], {"action": "final_answer", "answer": DENIED_ANSWER, "sources": []}]
 DENIAL = "Not on the shared machine: write the file with write_file instead."
 
 
@@ -52,7 +56,7 @@ def test_approving_on_the_page_runs_the_exact_command_shown_and_the_task_complet
 def test_denying_on_the_page_with_a_reason_tells_the_task_why_and_nothing_runs(
     agentd, browser: Browser, tmp_path: Path
 ) -> None:
-    with serving(agentd, tmp_path, REPLIES, SUBMIT) as (env, task_id):
+    with serving(agentd, tmp_path, DENIED_REPLIES, SUBMIT) as (env, task_id):
         approval = awaited_approval(agentd, env)
         with signed_in(browser, env) as (page, base):
             page.goto(f"{base}approvals")
@@ -68,7 +72,7 @@ def test_denying_on_the_page_with_a_reason_tells_the_task_why_and_nothing_runs(
         answers = logged(agentd, env, task_id, "AnswerGiven")
         state = show(agentd, task_id, env)
     assert [(d["approval_id"], d["reason"]) for d in denied] == [(approval["approval_id"], DENIAL)]
-    assert [a["answer"] for a in answers] == ["done"]
+    assert [a["answer"] for a in answers] == [DENIED_ANSWER]
     assert [(a["tool"], a["status"]) for a in state["actions"]] == [("shell", "denied")]
     assert not (tmp_path / "ws" / "approved.txt").exists(), "a denied command ran"
 
