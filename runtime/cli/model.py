@@ -105,10 +105,10 @@ SERVER_MODULES = ("fastapi", "sse_starlette", "starlette_context", "pydantic_set
 @pass_app
 def serve(app: App, name_or_path: str | None, host: str, port: int) -> None:
     """Serve the model to several agentd workers: llama-cpp-python's OpenAI-compatible server, in the
-    foreground, with each prompt's state kept in RAM (kv_cache_mb) so a task's prefix is reused. Point
-    the workers' model_url at the address it prints."""
+    foreground, with each prompt's state kept in RAM (kv_cache_mb) so a task's prefix is reused, and each
+    completion's reuse reported as llama.cpp's own server reports it. Point the workers' model_url at
+    the address it prints."""
     import importlib.util
-    import sys
 
     missing = [name for name in SERVER_MODULES if importlib.util.find_spec(name) is None]
     if missing:
@@ -118,19 +118,12 @@ def serve(app: App, name_or_path: str | None, host: str, port: int) -> None:
         )
     settings = app.settings(model=name_or_path)
     path = resolve_model(settings.model, settings.models_dir)
-    command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--host", host, "--port", str(port),
-        # 0: the context the model was trained with, as agentd's own model takes it.
-        "--n_ctx", str(settings.n_ctx or 0),
-        "--cache", "true", "--cache_type", "ram", "--cache_size", str(settings.kv_cache_mb << 20),
-    ]
-    if settings.threads:
-        command += ["--n_threads", str(settings.threads)]
     click.echo(f"serving {path.name} at http://{host}:{port} (set model_url to it in each worker's agentd.toml)",
                err=True)
-    sys.stdout.flush()
-    # The server replaces this process: its signals, its exit code, its log on the terminal.
-    os.execv(sys.executable, command)
+    from runtime.inference.server import serve as serve_model
+
+    serve_model(path, host=host, port=port, n_ctx=settings.n_ctx or 0, threads=settings.threads,
+                cache_bytes=settings.kv_cache_mb << 20)
 
 
 def _state(row: dict) -> str:

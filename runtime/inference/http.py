@@ -202,7 +202,7 @@ class HttpModel(Serialized):
         first_at: float | None = None
         parts: list[str] = []
         chunks = 0
-        finish_reason = "length"
+        finish_reason: str | None = None
         usage: dict = {}
         timings: dict = {}
         for event in self._stream("/v1/completions", body):
@@ -218,6 +218,14 @@ class HttpModel(Serialized):
             usage = event.get("usage") or usage
             timings = event.get("timings") or timings
         ended = time.perf_counter()
+        if finish_reason is None:
+            # Both servers end a reply with a finish reason; a stream closed without one was cut short, and
+            # its text is not the model's whole answer. Seen from llama-cpp-python's server run with its
+            # default interrupt_requests, which ends one request's stream when another arrives.
+            raise EndpointError(
+                f"{self.base_url}/v1/completions ended its answer without a finish reason after {chunks} "
+                "chunks: cut short (a server that interrupts a request when another arrives?)"
+            )
         if report is not None:
             report("generating", chunks, max_tokens, last=True)
         first_at = first_at or ended

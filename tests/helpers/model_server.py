@@ -10,7 +10,8 @@ Run as a program: python -m tests.helpers.model_server PORT SCRIPT.json
 SCRIPT.json: {"delay_s": 0.3, "replies": [...]} where each reply is a JSON object or a string; the
 token "{n}" in a string reply is replaced by a counter that increases with every reply. With "slots": N
 it answers GET /props as llama-server does (N slots, n_ctx 8192); with "requests": PATH it appends each
-completion request's fields but the prompt to PATH, a JSON object per line.
+completion request's fields but the prompt to PATH, a JSON object per line. With "cut": true a reply's
+stream ends with [DONE] and no finish reason, as a server that interrupts a request ends it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class Script:
         self.replies = [r if isinstance(r, str) else json.dumps(r) for r in spec["replies"]]
         self.slots = int(spec.get("slots", 0))
         self.requests = Path(spec["requests"]) if spec.get("requests") else None
+        self.cut = bool(spec.get("cut", False))
         self.count = 0
         self.lock = threading.Lock()
 
@@ -81,7 +83,7 @@ def serve(port: int, script: Script) -> None:
                 self.end_headers()
                 chunk = {"choices": [{"text": reply, "finish_reason": None}]}
                 done = {"choices": [{"text": "", "finish_reason": "stop"}]}
-                for event in (chunk, done):
+                for event in (chunk,) if script.cut else (chunk, done):
                     self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
                 self.wfile.write(b"data: [DONE]\n\n")
             else:
