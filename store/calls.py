@@ -15,6 +15,8 @@ from store.events import Recorded, ToolCallExecuted, ToolCallProposed, ToolCallS
 
 CALL_EVENTS = (ToolCallProposed, ToolCallStarted, ToolCallExecuted)
 
+_new = tuple.__new__
+
 
 class ToolCall(NamedTuple):
     """One row of `tool_calls`: where the call stands after the events folded so far."""
@@ -35,14 +37,18 @@ def advance(prior: ToolCall | None, rec: Recorded) -> ToolCall:
     """The call after one of CALL_EVENTS; raises StoreError where the live path would never write it."""
     e = rec.event
     kind = type(e)
+    # Built positionally with tuple.__new__, as store/state.py builds its rows: _replace costs several
+    # times as much, and every proposal and result of every append comes here.
     if kind is ToolCallProposed:
         rules.call_proposed(prior, rec.stream_id, e.call_id, rec.seq)
-        return ToolCall(e.call_id, e.tool, rec.seq)
+        return _new(ToolCall, (e.call_id, e.tool, rec.seq, None, None, None, None, None))
     if kind is ToolCallStarted:
         rules.call_started(prior, rec.stream_id, e.call_id, e.tool, rec.seq)
-        return prior._replace(started_seq=rec.seq, idempotent=e.idempotent)
+        call_id, tool, proposed, _, _, granted, finished, status = prior
+        return _new(ToolCall, (call_id, tool, proposed, rec.seq, e.idempotent, granted, finished, status))
     rules.call_finished(prior, rec.stream_id, e.call_id, e.tool, rec.seq)
-    return prior._replace(finished_seq=rec.seq, status=e.status)
+    call_id, tool, proposed, started, idempotent, granted, _, _ = prior
+    return _new(ToolCall, (call_id, tool, proposed, started, idempotent, granted, rec.seq, e.status))
 
 
 def approved(prior: ToolCall | None, seq: int) -> ToolCall | None:

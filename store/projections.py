@@ -12,6 +12,8 @@ from store.events import Recorded
 from store.harness_projection import HARNESS_CHANGES, SYSTEM_EVENTS, HarnessStage
 from store.sql import RowInsert, Statement
 from store.state import (
+    CHANGES,
+    TASK_EVENTS,
     Action,
     Approval,
     ApprovalDecided,
@@ -22,9 +24,7 @@ from store.state import (
     TaskState,
     TaskSummary,
     TestsRecorded,
-    changes,
     evolve,
-    is_task_event,
 )
 from store.tables import (
     approvals,
@@ -40,6 +40,7 @@ from store.tables import (
 _SYSTEM_EVENTS = frozenset(SYSTEM_EVENTS)
 _HARNESS_CHANGES = frozenset(HARNESS_CHANGES)
 _CALL_EVENTS = frozenset(calls.CALL_EVENTS)
+_TASK_EVENTS = frozenset(TASK_EVENTS)
 
 
 SUMMARY_FIELDS = TaskSummary._fields
@@ -172,17 +173,29 @@ class Projector:
         artifacts_: list[tuple] = []
         in_order: list[tuple[Recorded, Change]] = []
         harness: list[tuple[Recorded, Change | None]] = []
+        # A request's events are nearly always one task's: its summary is carried from event to event in
+        # `summary` and put in `summaries` when the stream changes and at the end, not at every event.
+        sid = summary = None
         for rec in records:
-            if not is_task_event(rec):
-                if type(rec.event) in _SYSTEM_EVENTS:
+            event = rec.event
+            kind = type(event)
+            if kind not in _TASK_EVENTS:
+                if kind in _SYSTEM_EVENTS:
                     harness.append((rec, None))
                 continue
-            sid = rec.stream_id
-            summaries[sid] = evolve(summaries[sid] if sid in summaries else self._summary(sid), rec)
-            if type(rec.event) in _CALL_EVENTS:
-                key = (sid, rec.event.call_id)
+            if rec.stream_id != sid:
+                if sid is not None:
+                    summaries[sid] = summary
+                sid = rec.stream_id
+                summary = summaries[sid] if sid in summaries else self._summary(sid)
+            summary = evolve(summary, rec)
+            if kind in _CALL_EVENTS:
+                key = (sid, event.call_id)
                 calls_[key] = calls.advance(calls_[key] if key in calls_ else self._call(key), rec)
-            change = changes(rec)
+            make = CHANGES.get(kind)
+            if make is None:
+                continue
+            change = make(rec, event)
             if change is None:
                 continue
             kind = type(change)
@@ -209,6 +222,8 @@ class Projector:
                         if call is not None:
                             calls_[key] = call
                 in_order.append((rec, change))
+        if sid is not None:
+            summaries[sid] = summary
         if harness:
             self._harness.stage(harness, lambda t: t in summaries or self._summary(t) is not None)
         self._summaries.update(summaries)

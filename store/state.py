@@ -265,7 +265,10 @@ def is_task_event(rec: Recorded) -> bool:
 
 
 # Both functions below run once per event on every append and replay; they dispatch on the exact
-# event class (each type is its own registered class) and build tuples positionally, for speed.
+# event class (each type is its own registered class) and build tuples positionally, for speed:
+# tuple.__new__ makes the very tuple a named tuple's constructor would, without the Python-level
+# __new__ it runs, which costs about as much again as the rest of the call.
+_new = tuple.__new__
 
 
 def evolve(summary: TaskSummary | None, rec: Recorded) -> TaskSummary:
@@ -304,26 +307,28 @@ def evolve(summary: TaskSummary | None, rec: Recorded) -> TaskSummary:
         finished_at = rec.recorded_at if e.phase.finished else None
     elif kind is TestsRan:
         test_status = e.status
-    return TaskSummary(
+    return _new(TaskSummary, (
         s.task_id, s.goal, s.workspace, s.tenant, phase, s.max_steps, s.max_tokens, steps, tokens_used,
         test_status, s.submitted_at, rec.recorded_at, finished_at, rec.stream_version, rec.seq,
-    )
+    ))
 
 
-_CHANGES = {
-    ToolCallExecuted: lambda r, e: Action(r.seq, e.call_id, e.tool, e.status),
+# What each task event adds to or changes in the task's lists, by exact event class: `changes` below,
+# and the projector's own loop, which has the class in hand already.
+CHANGES = {
+    ToolCallExecuted: lambda r, e: _new(Action, (r.seq, e.call_id, e.tool, e.status)),
     ApprovalRequested: lambda r, e: Approval(
         e.approval_id, e.call_id, e.tool, e.arguments_hash, "pending", e.reason, e.expires_at, r.seq
     ),
     ApprovalGranted: lambda r, e: ApprovalDecided(e.approval_id, "granted", r.seq, e.by, ""),
     ApprovalDenied: lambda r, e: ApprovalDecided(e.approval_id, "denied", r.seq, e.by, e.reason),
-    ArtifactRead: lambda r, e: Artifact(r.seq, e.path, "read", e.sha256, e.size),
-    ArtifactWritten: lambda r, e: Artifact(r.seq, e.path, "write", e.sha256, e.size),
+    ArtifactRead: lambda r, e: _new(Artifact, (r.seq, e.path, "read", e.sha256, e.size, None, None, None)),
+    ArtifactWritten: lambda r, e: _new(Artifact, (r.seq, e.path, "write", e.sha256, e.size, None, None, None)),
     ArtifactDeleted: lambda r, e: Artifact(r.seq, e.path, "delete", None, None),
-    FileChanged: lambda r, e: Artifact(
+    FileChanged: lambda r, e: _new(Artifact, (
         r.seq, e.path, _operation(e.before_sha256, e.after_sha256), e.after_sha256, e.after_size, None, None,
         e.before_sha256,
-    ),
+    )),
     FileRestored: lambda r, e: Artifact(r.seq, e.path, e.kind, e.to_sha256, None, None, None, e.from_sha256),
     TestsRan: lambda r, e: TestsRecorded(e.paths, e.status, r.seq) if e.paths else None,
     NotificationsAdmitted: lambda r, e: Admission(
@@ -342,7 +347,7 @@ def _operation(before: str | None, after: str | None) -> str:
 
 def changes(rec: Recorded) -> Change | None:
     """What one task event adds to or changes in the task's lists (actions, approvals, artifacts)."""
-    make = _CHANGES.get(type(rec.event))
+    make = CHANGES.get(type(rec.event))
     return None if make is None else make(rec, rec.event)
 
 
