@@ -3,6 +3,11 @@
 A blob that holds a secret (runtime.secrets) is stored sealed, encrypted under the data folder's vault
 key, still named by the hash of what it holds: a file a task wrote with a key in it can be shown and put
 back, and the store's files show no key to whoever reads or copies them.
+
+Where several hosts serve one database (PostgreSQL), each blob also goes into the database's `blobs`
+table (store/blobs.py), sealed as on disk, and a blob this host lacks is fetched from there and kept:
+a task resumed on another host, or undone from another host's page, finds the bytes its events name.
+The vault key is not in the database: every host's data folder holds a copy of the same `vault.key`.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from runtime.atomic import fsync_dir, replace_file, sync_filesystem
 from runtime.errors import NotFound
 from runtime.secrets import Secrets
 from runtime.secrets.seal import SEALED
+from store.blobs import BlobTable
 from store.errors import AgentdError, StoreError
 
 REF_PREFIX = "artifact://sha256/"
@@ -37,10 +43,11 @@ class ArtifactStore:
     The name is the hash, so a put is idempotent and a get can prove it returns what was put.
     """
 
-    def __init__(self, root: Path, secrets: Secrets | None = None) -> None:
+    def __init__(self, root: Path, secrets: Secrets | None = None, shared: BlobTable | None = None) -> None:
         self.root = Path(root)
         # The vault key sits in the data folder, the parent of `root`, as settings.artifacts_dir has it.
         self.secrets = secrets if secrets is not None else Secrets(self.root.parent)
+        self.shared = shared
 
     def put(self, data: bytes, *, sync: bool = True) -> str:
         """Store `data` under its hash. With `sync=False` it is not flushed to disk until `flush()`:
@@ -51,6 +58,10 @@ class ArtifactStore:
             return REF_PREFIX + digest
         target.parent.mkdir(parents=True, exist_ok=True)
         stored = self.secrets.seal.seal(data) if self.secrets.holds_secret(data) else data
+        if self.shared is not None:
+            # The database first: a file here names a blob every host can read, so a later put of the same
+            # bytes, which stops at the file, never leaves the table without it.
+            self.shared.put(digest, stored)
         # Private to agentd's user: artifacts hold prompts and tool output, which may carry what no
         # pattern knows for a secret.
         replace_file(target, stored, mode=0o600, sync=sync)
@@ -64,18 +75,33 @@ class ArtifactStore:
 
     def get(self, ref: str) -> bytes:
         digest = _digest(ref)
+        fetched = False
         try:
-            data = self._path(digest).read_bytes()
+            stored = self._path(digest).read_bytes()
         except FileNotFoundError:
-            raise NotFound(f"artifact {ref} does not exist") from None
-        if data.startswith(SEALED):
-            data = self.secrets.seal.unseal(data)
+            found = self.shared.get(digest) if self.shared is not None else None
+            if found is None:
+                raise NotFound(f"artifact {ref} does not exist") from None
+            stored, fetched = found, True
+        data = self.secrets.seal.unseal(stored) if stored.startswith(SEALED) else stored
         if hashlib.sha256(data).hexdigest() != digest:
             raise StoreError(f"artifact {ref} is damaged: its content no longer matches its hash")
+        if fetched:
+            self._keep(digest, stored)
         return data
 
     def exists(self, ref: str) -> bool:
-        return is_ref(ref) and self._path(_digest(ref)).is_file()
+        if not is_ref(ref):
+            return False
+        digest = _digest(ref)
+        return self._path(digest).is_file() or (self.shared is not None and self.shared.has(digest))
+
+    def _keep(self, digest: str, stored: bytes) -> None:
+        """Keep a blob fetched from the database here, for the next read."""
+        target = self._path(digest)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Not synced: a copy lost in a crash is fetched again.
+        replace_file(target, stored, mode=0o600, sync=False)
 
     def _holds(self, path: Path, digest: str) -> bool:
         """Whether `path` already holds the blob named `digest`, sealed or not."""

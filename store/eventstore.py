@@ -7,6 +7,7 @@ import functools
 from typing import Sequence
 
 from store import audit, log, loss, migrate, projections
+from store.blobs import BlobTable
 from store.database import create_engines
 from store.errors import StoreError
 from store.events import NOTIFICATIONS_STREAM, Event, Recorded
@@ -50,6 +51,8 @@ class EventStore:
     def close(self) -> None:
         if "workers" in self.__dict__:
             self.workers.close()
+        if self.__dict__.get("blobs") is not None:
+            self.blobs.close()
         self._writer.close()
         self.engines.dispose()
 
@@ -57,6 +60,12 @@ class EventStore:
     def workers(self) -> WorkerTable:
         """Who serves this database, and which task each of them runs (store/workers.py)."""
         return WorkerTable(self.url, self.in_write_transaction, self.engines.is_sqlite)
+
+    @functools.cached_property
+    def blobs(self) -> BlobTable | None:
+        """Artifact bytes shared by every host that serves this database (store/blobs.py); None for a
+        SQLite file, whose artifacts live beside it on its one host."""
+        return None if self.engines.is_sqlite else BlobTable(self.url)
 
     def __enter__(self) -> EventStore:
         return self

@@ -13,6 +13,7 @@ from sqlalchemy import (
     Float,
     ForeignKey,
     Integer,
+    LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
     String,
@@ -270,4 +271,15 @@ leases = Table(
     _string("worker_id", 64, nullable=True),
     Column("acquired_at", Float, nullable=True),
     Column("expires_at", Float, nullable=False),
+)
+
+blobs = Table(
+    "blobs",
+    metadata,
+    # Artifact bytes (as the artifact store keeps them: sealed if they hold a secret), named by the sha256
+    # of what they hold, where several hosts serve one database and none has the others' files. Written
+    # once per name and never changed. Not a projection: the log names artifacts by hash, it does not
+    # hold them.
+    _string("digest", 64, primary_key=True),
+    Column("data", LargeBinary, nullable=False),
 )

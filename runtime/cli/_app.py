@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
+    from runtime.artifacts import ArtifactStore
     from runtime.config import Settings
     from store import EventStore
     from store.reader import Reader
@@ -84,6 +85,15 @@ class App:
                 self._require(s)
             self._store = EventStore(_url(s), synchronous=s.sqlite_synchronous, busy_timeout_ms=s.busy_timeout_ms)
         return self._store
+
+    def artifacts(self) -> ArtifactStore:
+        """The data folder's artifact store, in front of the database's shared blobs where the database is
+        a server that other hosts serve too."""
+        from runtime.artifacts import ArtifactStore
+
+        s = self.settings()
+        shared = self.store().blobs if s.database_url is not None else None
+        return ArtifactStore(s.artifacts_dir, s.secrets, shared)
 
     def reader(self) -> Reader | EventStore:
         """The store for a command that only reads: without the writer and the event classes where the

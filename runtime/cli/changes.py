@@ -16,11 +16,9 @@ from runtime.output import echo_json
 @pass_app
 def diff(app: App, task_id: str, only: str | None, as_json: bool) -> None:
     """The unified diff of every change the task made to its workspace, file by file, in the order made."""
-    from runtime.artifacts import ArtifactStore
     from runtime.harness.task_diff import task_diff
 
-    artifacts = ArtifactStore(app.settings().artifacts_dir)
-    shown = task_diff(task_id, app.store().read_stream(task_id), artifacts, only)
+    shown = task_diff(task_id, app.store().read_stream(task_id), app.artifacts(), only)
     if as_json:
         echo_json([s.as_json() for s in shown])
         return
@@ -40,11 +38,10 @@ def _restore_command(kind: str):
     @json_option
     @pass_app
     def command(app: App, task_id: str, only: str | None, dry_run: bool, as_json: bool) -> None:
-        from runtime.artifacts import ArtifactStore
         from runtime.harness import undo
 
         outcome = undo.restore(
-            app.store(), ArtifactStore(app.settings().artifacts_dir), task_id, kind,  # type: ignore[arg-type]
+            app.store(), app.artifacts(), task_id, kind,  # type: ignore[arg-type]
             by="cli", only=only, dry_run=dry_run,
         )
         lines = undo.describe(outcome)
@@ -75,16 +72,15 @@ redo = task.command(
 )(_restore_command("redo"))
 
 
-def changes_section(records, artifacts_dir) -> str:
+def changes_section(records, artifacts) -> str:
     """`task show`'s list of the files the task changed: each with its lines added and removed from before
     the task's first change to after its last, and whether that is undone."""
-    from runtime.artifacts import REF_PREFIX, ArtifactStore
+    from runtime.artifacts import REF_PREFIX
     from runtime.tools import changes, diff as diff_
 
     folded = changes.fold(records)
     if not folded.files:
         return "changes:\n(none)"
-    artifacts = ArtifactStore(artifacts_dir)
     lines = ["changes:"]
     for h in folded.files.values():
         load = lambda digest: None if digest is None else artifacts.get(REF_PREFIX + digest)  # noqa: E731

@@ -17,12 +17,9 @@ def knowledge() -> None:
 
 
 def _base(app: App):
-    from runtime.artifacts import ArtifactStore
     from runtime.knowledge.base import KnowledgeBase
 
-    s = app.settings()
-    store = app.store()
-    return KnowledgeBase(store, ArtifactStore(s.artifacts_dir), s.data_dir / "knowledge.db")
+    return KnowledgeBase(app.store(), app.artifacts(), app.settings().data_dir / "knowledge.db")
 
 
 @knowledge.command()

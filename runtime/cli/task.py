@@ -194,7 +194,7 @@ def show(
         click.echo(render_state(state, now(app.settings().data_dir, state, records)))
     else:
         click.echo(render_state(state))  # as it was then: what it was doing that moment is not in the log
-    click.echo("\n" + _changes.changes_section(records, app.settings().artifacts_dir))
+    click.echo("\n" + _changes.changes_section(records, app.artifacts()))
     outcome = _outcome(records)
     if outcome:
         click.echo(f"\n{outcome}")
@@ -392,9 +392,7 @@ def show_manifest(app: App, calls: list[ModelCalled], n: int, prompt: bool, as_j
     if manifest is None:
         raise NotFound(f"call {n} recorded no manifest")
     if prompt:
-        from runtime.artifacts import ArtifactStore
-
-        click.echo(ArtifactStore(app.settings().artifacts_dir).get(manifest.prompt_ref).decode(), nl=False)
+        click.echo(app.artifacts().get(manifest.prompt_ref).decode(), nl=False)
         return
     if as_json:
         echo_json(manifest)

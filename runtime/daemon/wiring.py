@@ -34,7 +34,7 @@ def open_model(settings: Settings) -> Model:
 
 def open_runtime(settings: Settings, store: EventStore, model: Model | None = None) -> Runtime:
     loaded = plugins.load(settings.plugins)
-    artifacts = ArtifactStore(settings.artifacts_dir, settings.secrets)
+    artifacts = ArtifactStore(settings.artifacts_dir, settings.secrets, store.blobs)
     # Background jobs run in this process; only the daemon recovers the ones a crash orphaned.
     jobs = JobRunner(store, artifacts, settings.data_dir / "jobs")
     register_jobs(loaded.tools, jobs)

@@ -39,9 +39,11 @@ def scripted_runtime(
     *,
     plugins: Iterable[str] = (),
     tools: Iterable[Tool] = (),
+    artifacts: ArtifactStore | None = None,
     **kw: Any,
 ) -> Runtime:
-    """A runtime on a scripted model whose artifacts live in `data_dir/artifacts`, as agentd's own do."""
+    """A runtime on a scripted model whose artifacts live in `data_dir/artifacts`, as agentd's own do,
+    unless `artifacts` says otherwise."""
     loaded = load(list(plugins))
     for tool in tools:
         loaded.tools.register(tool)
@@ -50,7 +52,7 @@ def scripted_runtime(
         model=ScriptedModel(list(replies)),
         tools=loaded.tools,
         profiles=loaded.profiles,
-        artifacts=ArtifactStore(data_dir / "artifacts"),
+        artifacts=artifacts or ArtifactStore(data_dir / "artifacts"),
         protected=(data_dir,),
         **{"rerankers": loaded.rerankers, **kw},
     )
