@@ -449,6 +449,7 @@ def run(ctx: click.Context, app: App, task_id: str, max_decisions: int | None) -
     from runtime.cli._foreground import INTERRUPTED_EXIT, run_in_foreground
     from runtime.cli._watch import Watch
     from runtime.daemon.lock import RunLock
+    from runtime.daemon.membership import foreground_lease
     from runtime.daemon.wiring import open_runtime
     from runtime.errors import InstanceLocked
     from store.events import TaskPhase
@@ -463,9 +464,10 @@ def run(ctx: click.Context, app: App, task_id: str, max_decisions: int | None) -
     except InstanceLocked as e:
         raise InstanceLocked(f"{e}: follow this one with `agentd task show {task_id}`, or stop it first") from None
     try:
-        runtime = open_runtime(settings, store)
-        watch = runtime.progress = Watch(sys.stderr)
-        phase = run_in_foreground(runtime, task_id, max_decisions, watch)
+        with foreground_lease(store, task_id, settings.lease_s):
+            runtime = open_runtime(settings, store)
+            watch = runtime.progress = Watch(sys.stderr)
+            phase = run_in_foreground(runtime, task_id, max_decisions, watch)
     finally:
         lock.release()
     if phase is None:

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import secrets
 import socket
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from runtime import logs
+from runtime.errors import InstanceLocked
+from store.errors import AgentdError
+
+if TYPE_CHECKING:
+    from store import EventStore
+
+log = logs.get_logger("agentd.membership")
 
 
 def new_worker_id() -> str:
@@ -35,3 +48,50 @@ class Membership:
             return True
         path = Path(workspace)
         return any(path == root or root in path.parents for root in self.workspaces)
+
+
+@contextlib.contextmanager
+def foreground_lease(store: EventStore, task_id: str, lease_s: float) -> Iterator[None]:
+    """Hold `task_id`'s lease while `agentd task run` runs it here, as a worker of its own.
+
+    On a database that other hosts serve, the data folder's run lock guards nothing there: without the
+    lease a worker elsewhere would take the same task and both would decide for it. A SQLite file is
+    served from one data folder, whose run lock is enough. The lease is renewed three times per
+    `lease_s` and given back at the end; a process killed meanwhile leaves it to run out, and a worker
+    then resumes the task from its log.
+    """
+    if store.engines.is_sqlite:
+        yield
+        return
+    member = Membership(new_worker_id(), lease_s)
+    table = store.workers
+    # Claimed first: a run refused leaves no worker behind in `agentd workers --all`.
+    if not table.claim(task_id, member.worker_id, lease_s):
+        held = {lease.task_id: lease.worker_id for lease in table.snapshot()[2]}
+        raise InstanceLocked(
+            f"{task_id} is being run by worker {held.get(task_id, 'another worker')}: "
+            f"follow it with `agentd task show {task_id}`"
+        )
+    try:
+        table.register(member.worker_id, socket.gethostname(), os.getpid(), address="agentd task run")
+    except AgentdError:
+        table.release(member.worker_id, [task_id])
+        raise
+    stop = threading.Event()
+
+    def renew() -> None:
+        while not stop.wait(member.heartbeat_s):
+            try:
+                table.heartbeat(member.worker_id, lease_s)
+            except AgentdError as e:
+                # The run's own appends go to the same database and fail for the same reason.
+                log.warning("lease not renewed", task_id=task_id, error=str(e))
+
+    renewer = threading.Thread(target=renew, name="lease-renewal", daemon=True)
+    renewer.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        renewer.join()
+        table.stop(member.worker_id)
