@@ -15,7 +15,7 @@ from __future__ import annotations
 import hmac
 from hashlib import sha256
 from json.encoder import encode_basestring_ascii as _string
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Sequence
 
 GENESIS = "0" * 64
 """What the first event's hash follows."""
@@ -27,7 +27,7 @@ def link(prev: str, row: Sequence) -> str:
     Hashed: `prev`, the other columns as one compact JSON array, then the payload as stored, each on
     a line of its own. The payload, the largest column, is not escaped again, and no field can pass
     for another. The array is spelled out rather than left to json.dumps, which costs half as much
-    again. `links` computes the same for many rows at once.
+    again. `rows` computes the same for many rows at once.
     """
     seq, stream_id, version, type_name, schema_version, payload, recorded_at, actor, causation, correlation = row
     head = (
@@ -37,44 +37,42 @@ def link(prev: str, row: Sequence) -> str:
     return sha256(f"{prev}\n{head}\n{payload}".encode()).hexdigest()
 
 
-def links(prev: str, rows: Sequence[Sequence], payloads: Iterable[bytes] | None = None) -> list[str]:
-    """The hash of each of `rows` in turn, the first following `prev`: `link` applied row after row.
+def rows(prev: str, records: Iterable[Sequence], payloads: Iterable[bytes]) -> list[tuple]:
+    """The events rows of `records` (`Recorded`s, in log order) in table column order, each ending in
+    its hash, the first following `prev`: `link` applied row after row.
 
     The append path's way, where a batch of a thousand events spent more time here than SQLite spent
-    storing them. The columns a request's rows share (stream, time, actor, causation, correlation) are
-    escaped once per run of rows that holds the very same objects, and each type name once. `payloads`,
-    if given, are the rows' payloads already encoded as UTF-8 (as pydantic serialises them), which are
-    then not encoded a second time.
+    storing them. `payloads` are the events serialised as UTF-8 bytes (as pydantic gives them), hashed
+    as they are. The columns a request's rows share (stream, time, actor, causation, correlation) are
+    escaped once per run of rows that holds the very same objects, and each event class's name and
+    schema once; each row is built once, hash included.
     """
-    out: list[str] = []
+    out: list[tuple] = []
     append = out.append
-    types: dict[str, str] = {}
+    kinds: dict[type, tuple[str, int, str]] = {}
     last_stream = last_at = last_actor = last_causation = last_correlation = _UNSET
     stream = tail = ""
-    for row, payload in zip(rows, payloads if payloads is not None else _encoded(rows), strict=True):
-        seq, stream_id, version, type_name, schema_version, _, recorded_at, actor, causation, correlation = row
+    for record, payload in zip(records, payloads, strict=True):
+        seq, stream_id, version, recorded_at, actor, causation, correlation, event = record
+        cls = type(event)
+        kind = kinds.get(cls)
+        if kind is None:
+            kind = kinds[cls] = (cls.__name__, cls.schema_version, f"{_string(cls.__name__)},{cls.schema_version:d},")
+        type_name, schema_version, spelled = kind
         if stream_id is not last_stream:
             stream, last_stream = _string(stream_id), stream_id
         if (recorded_at is not last_at or actor is not last_actor or causation is not last_causation
                 or correlation is not last_correlation):
             tail = f"{_string(recorded_at)},{_string(actor)},{_optional(causation)},{_optional(correlation)}]\n"
             last_at, last_actor, last_causation, last_correlation = recorded_at, actor, causation, correlation
-        kind = types.get(type_name)
-        if kind is None:
-            kind = types[type_name] = _string(type_name)
-        head = f"{prev}\n[{seq:d},{stream},{version:d},{kind},{schema_version:d},{tail}"
-        prev = sha256(head.encode() + payload).hexdigest()
-        append(prev)
+        prev = sha256(f"{prev}\n[{seq:d},{stream},{version:d},{spelled}{tail}".encode() + payload).hexdigest()
+        append((seq, stream_id, version, type_name, schema_version, payload.decode(), recorded_at, actor, causation,
+                correlation, prev))
     return out
 
 
 # Identity, not equality, tells a run of shared columns: no string is this object, and None may be a value.
 _UNSET = object()
-
-
-def _encoded(rows: Iterable[Sequence]) -> Iterator[bytes]:
-    for row in rows:
-        yield row[5].encode()
 
 
 def _optional(value: str | None) -> str:

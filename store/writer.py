@@ -335,22 +335,14 @@ def _append_batch(
 def insert(conn: Connection, records: Sequence[Recorded], prev: str | None) -> str:
     """Insert events as rows in table column order, each chained to the one before (`prev`, the hash of
     the log's last row); return the last hash."""
+    # What model_dump_json returns, before it decodes the bytes: the chain hashes these bytes, so they are
+    # not encoded again, and the keyword handling around the serializer is skipped.
+    payloads = [type(r.event).__pydantic_serializer__.to_json(r.event) for r in records]
     # A last row without a hash was written behind the writer's back; db check names it, and the chain
     # goes on from an empty hash rather than refusing every append after it.
-    prev = prev or ""
-    rows = []
-    payloads = []
-    for seq, stream_id, version, recorded_at, actor, causation, correlation, event in records:
-        cls = type(event)
-        # What model_dump_json returns, before it decodes the bytes: the chain hashes these bytes, so they
-        # are not encoded again, and the keyword handling around the serializer is skipped.
-        payload = cls.__pydantic_serializer__.to_json(event)
-        payloads.append(payload)
-        rows.append((seq, stream_id, version, cls.__name__, cls.schema_version, payload.decode(), recorded_at, actor,
-                     causation, correlation))
-    hashes = chain.links(prev, rows, payloads)
-    log.INSERT.insert(conn, [(*row, hash) for row, hash in zip(rows, hashes, strict=True)])
-    return hashes[-1]
+    rows = chain.rows(prev or "", records, payloads)
+    log.INSERT.insert(conn, rows)
+    return rows[-1][-1]
 
 
 def _is_integrity_error(e: BaseException) -> bool:
