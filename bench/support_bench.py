@@ -66,9 +66,14 @@ def run_arm(name: str, runs: int, model: str | None, data_dir: Path) -> dict:
 def figures(report: dict) -> dict:
     results = [r for case in report["cases"] for r in case["results"]]
     per_call = [r["prompt_tokens"] / r["calls"] for r in results if r.get("calls")]
+    labels = [{f["label"] for f in r.get("failures", [])} for r in results]
     return {
         "runs": len(results),
         "successes": sum(bool(r["success"]) for r in results),
+        # A case's `forbid` check fails a run that was shown a section it must not see; the other checks
+        # are the answer's and the tools'. Both arms are read on both.
+        "shown_forbidden": sum("leak" in found for found in labels),
+        "right_but_for_what_it_was_shown": sum(bool(found) and found <= {"leak"} for found in labels),
         "median_prompt_tokens_per_call": round(statistics.median(per_call)) if per_call else None,
         "cases": {case["name"]: [bool(r["success"]) for r in case["results"]] for case in report["cases"]},
     }
@@ -87,10 +92,12 @@ def main() -> None:
             arms[name] = figures(run_arm(name, args.runs, args.model, Path(tmp) / name))
     base = arms["packed"]
     print(f"support example, {base['runs']} runs per arm")
-    print(f"{'arm':<10} {'success':>9} {'prompt tokens/call':>19} {'ratio':>6}")
+    print(f"{'arm':<10} {'success':>9} {'shown a forbidden section':>26} {'of them, else right':>20} "
+          f"{'prompt tokens/call':>19} {'ratio':>6}")
     for name, f in arms.items():
         ratio = f["median_prompt_tokens_per_call"] / base["median_prompt_tokens_per_call"]
-        print(f"{name:<10} {f['successes']:>4}/{f['runs']:<4} {f['median_prompt_tokens_per_call']:>19,} {ratio:>5.2f}x")
+        print(f"{name:<10} {f['successes']:>4}/{f['runs']:<4} {f['shown_forbidden']:>26} "
+              f"{f['right_but_for_what_it_was_shown']:>20} {f['median_prompt_tokens_per_call']:>19,} {ratio:>5.2f}x")
     print("\nper case (packed / unpacked):")
     for case, packed_runs in base["cases"].items():
         other = arms["unpacked"]["cases"].get(case, [])
