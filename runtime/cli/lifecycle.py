@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -15,7 +16,7 @@ import click
 from runtime.cli._app import App, daemon_options, json_option, pass_app
 from runtime.cli._daemon import health as daemon_health
 from runtime.cli.workers import worker_line, worker_rows
-from runtime.daemon.lock import holder, holder_pid
+from runtime.daemon.lock import holder, holder_pid, holders
 from runtime.errors import InstanceLocked, NotFound
 from runtime.output import echo_json, fields_table
 from store.errors import AgentdError
@@ -81,19 +82,29 @@ def start(app: App, model: str | None, workspace: Path | None, host: str | None,
               help="Seconds to wait for a decision in flight to finish.")
 @pass_app
 def stop(app: App, timeout_s: int) -> None:
-    """Stop the daemon gracefully: no new decisions, the current append finishes, the model is released."""
+    """Stop the daemon gracefully: no new decisions, the current append finishes, the model is released.
+    Every worker serving the data folder is stopped, the further ones of a shared database too."""
     settings = app.settings()
-    pid = holder_pid(settings.data_dir)
-    if pid is None:
+    pids = [pid for pid, _ in holders(settings.data_dir)]
+    if not pids:
         raise NotFound(f"no agentd is serving {settings.data_dir}")
-    os.kill(pid, signal.SIGTERM)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):  # stopped meanwhile
+            os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if holder_pid(settings.data_dir) is None:
+    left = pids
+    while left and time.monotonic() < deadline:
+        serving = {pid for pid, _ in holders(settings.data_dir)}
+        for pid in [p for p in left if p not in serving]:
             click.echo(f"agentd (pid {pid}) stopped")
-            return
-        time.sleep(0.2)
-    raise AgentdError(f"agentd (pid {pid}) did not stop within {timeout_s} s; it may be finishing a model call")
+        left = [p for p in left if p in serving]
+        if left:
+            time.sleep(0.2)
+    if left:
+        raise AgentdError(
+            f"agentd (pid {', '.join(map(str, left))}) did not stop within {timeout_s} s; "
+            "it may be finishing a model call"
+        )
 
 
 @click.command()

@@ -108,7 +108,17 @@ def holder_pid(data_dir: Path) -> int | None:
 
 def holder(data_dir: Path) -> tuple[int, str | None] | None:
     """(pid, page address) of the agentd serving `data_dir`, or None when nobody holds the lock."""
-    path = data_dir / "agentd.pid"
+    return _held(data_dir / "agentd.pid")
+
+
+def holders(data_dir: Path) -> list[tuple[int, str | None]]:
+    """(pid, page address) of every agentd serving `data_dir`: the first, then the further workers that
+    serve one database from it under pid files of their own."""
+    paths = [data_dir / "agentd.pid", *sorted(data_dir.glob("agentd-*.pid"))]
+    return [found for found in map(_held, paths) if found is not None]
+
+
+def _held(path: Path) -> tuple[int, str | None] | None:
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
