@@ -11,6 +11,9 @@ server postgresql+psycopg://postgres@127.0.0.1:5432/test), each part on a schema
                then an answer) on the scripted model endpoint (tests/helpers/model_server.py)
     takeover   seconds from a kill -9 of the worker holding tasks until another worker holds their leases,
                and until it records the tasks' next event, beside lease_s
+    reuse      the share of prompt tokens found already evaluated, for two tasks' growing prompts sent in
+               turn (as two workers send them) to one `agentd model serve` on the smoke model, beside the
+               same calls to an in-process model: what sharing the server costs in prefix reuse
 
 It prints a table of figures and ratios and writes bench/results/scale.json. Timings are reported, never
 asserted. See bench/README.md for what the figures mean.
@@ -67,7 +70,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--kills", type=int, help=f"kill -9s in the takeover measurement ({FULL['kills']})")
     p.add_argument("--lease-s", type=float,
                    help=f"the workers' lease_s in the takeover measurement ({FULL['lease_s']:g})")
-    p.add_argument("--skip", action="append", default=[], choices=("appends", "tasks", "takeover"),
+    p.add_argument("--skip", action="append", default=[], choices=("appends", "tasks", "takeover", "reuse"),
                    help="leave a part out (may be given more than once)")
     p.add_argument("--json", default=str(HERE / "results" / "scale.json"), help="where to write the results")
     p.add_argument("--child-append", nargs=3, metavar=("URL", "WRITERS", "SECONDS"), help=argparse.SUPPRESS)
@@ -487,6 +490,64 @@ APPEND_RATIOS = [
 ]
 
 
+# -- prefix reuse through the shared model server ---------------------------------------------------
+
+REUSE_STEPS = 4
+
+
+def reuse_prompts() -> list[tuple[str, str]]:
+    """(session, prompt) in the order two workers would send them: each task's prompt grows by one
+    step's observation per call, and the two tasks take turns; both open with the same instructions."""
+    instructions = "".join(f"Rule {i}: answer from the data you were shown, and cite it.\n" for i in range(30))
+    calls = []
+    for step in range(1, REUSE_STEPS + 1):
+        for task in ("t-alpha", "t-beta"):
+            steps = "".join(f"Step {n} of {task}: read notes/{task}-{n}.txt, {n * 7} lines.\n" for n in range(step))
+            calls.append((task, f"{instructions}Task {task}.\n{steps}Next decision:"))
+    return calls
+
+
+def reuse_of(model, calls: list[tuple[str, str]]) -> dict:
+    cached = prompt = 0
+    per_call = []
+    for session, text in calls:
+        stats = model.complete(text, schema=None, max_tokens=8, session=session).stats
+        cached += stats.cached_tokens or 0
+        prompt += stats.prompt_tokens
+        per_call.append(stats.cached_tokens)
+    return {"cached_tokens": cached, "prompt_tokens": prompt, "share": cached / prompt, "per_call": per_call}
+
+
+def run_reuse(args: argparse.Namespace) -> dict:
+    from runtime.inference.http import HttpModel
+    from runtime.inference.local import LocalModel
+    from runtime.inference.model_file import smoke_model_path
+
+    calls = reuse_prompts()
+    n_ctx, cache_mb = 4096, 256
+    progress("reuse: two tasks' prompts in turn, in-process")
+    local = LocalModel(smoke_model_path(), n_ctx, kv_cache_bytes=cache_mb << 20, n_threads=2)
+    in_process = reuse_of(local, calls)
+    progress("reuse: the same calls through agentd model serve")
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="scale-reuse-") as tmp:
+        env = {**os.environ, "PYTHONPATH": str(REPO), "AGENTD_DATA_DIR": tmp, "AGENTD_N_CTX": str(n_ctx),
+               "AGENTD_KV_CACHE_MB": str(cache_mb), "AGENTD_THREADS": "2"}
+        with open(Path(tmp) / "server.log", "w") as log:
+            server = subprocess.Popen(
+                [sys.executable, "-m", "runtime.cli", "model", "serve", "--model", "smollm2-135m", "--port", str(port)],
+                env=env, stdout=log, stderr=subprocess.STDOUT,
+            )
+        try:
+            wait_for_port(port)
+            shared = reuse_of(HttpModel(f"http://127.0.0.1:{port}", template_from=smoke_model_path(), n_ctx=n_ctx),
+                              calls)
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=30)
+    return {"calls": len(calls), "in_process": in_process, "shared_server": shared}
+
+
 def render(meta: dict, results: dict) -> str:
     pg = meta["postgres"]
     lines = [
@@ -535,7 +596,15 @@ def render(meta: dict, results: dict) -> str:
         lines.append(f"  median lease taken {taken[len(taken) // 2]:.2f} s = {taken[len(taken) // 2] / lease_s:.2f} x "
                      f"lease_s (expected between 2/3 lease_s and lease_s + one poll: "
                      f"{lease_s * 2 / 3:.2f}-{lease_s + 0.5:.2f} s)")
-    if appends or tasks:
+    reuse = results.get("reuse")
+    if reuse:
+        lines += ["", f"reuse: {reuse['calls']} calls, two tasks' growing prompts in turn, smoke model; "
+                      "prompt tokens found already evaluated",
+                  f"  {'model':<34}{'cached':>9}{'of prompt':>11}{'share':>8}"]
+        for label, key in (("in-process (agentd's own cache)", "in_process"), ("agentd model serve", "shared_server")):
+            row = reuse[key]
+            lines.append(f"  {label:<34}{row['cached_tokens']:>9,}{row['prompt_tokens']:>11,}{row['share']:>8.0%}")
+    if appends or tasks or reuse:
         lines += ["", "ratios"]
     if appends:
         rate = {k: v["per_second"] for k, v in appends.items()}
@@ -545,6 +614,9 @@ def render(meta: dict, results: dict) -> str:
         for n in WORKERS[1:]:
             label = f"tasks/min, {n} workers / 1 worker"
             lines.append(f"  {label:<58}{tasks[str(n)]['per_minute'] / task_base:>8.2f}x")
+    if reuse:
+        label = "reuse share, shared server / in-process"
+        lines.append(f"  {label:<58}{reuse['shared_server']['share'] / reuse['in_process']['share']:>8.2f}x")
     return "\n".join(lines)
 
 
@@ -573,6 +645,8 @@ def main(argv: list[str] | None = None) -> int:
         results["tasks"] = run_tasks(args)
     if "takeover" not in args.skip:
         results["takeover"] = takeover(args)
+    if "reuse" not in args.skip:
+        results["reuse"] = run_reuse(args)
     meta["load_after"] = f"{os.getloadavg()[0]:.1f}"
     print(render(meta, results))
     print(f"(1-minute load average {meta['load_before']} at the start, {meta['load_after']} at the end)")
