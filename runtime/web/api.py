@@ -411,7 +411,8 @@ def answer(obj: Any, status: int = 200) -> JSONResponse:
 
 
 def _count(value: str | None, default: int) -> int:
-    if value is None or value == "":
+    # Absent is the default; present and empty (`?after=`) is no whole number, as the document says.
+    if value is None:
         return default
     if not value.isdigit():
         raise ValueError(value)
