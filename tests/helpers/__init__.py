@@ -10,7 +10,7 @@ gateway for it)."""
 
 from tests.helpers.case import lay_out_case, recorded_run
 from tests.helpers.cli import one_error_line, run_agentd, serve_refused
-from tests.helpers.daemon import approvals, serving, show, wait_until
+from tests.helpers.daemon import approvals, scripted_endpoint, serving, show, wait_until
 from tests.helpers.port import free_port, wait_for_port
 from tests.helpers.process import process_gone
 from tests.helpers.repo import FIXTURES, REPO
@@ -56,6 +56,7 @@ __all__ = [
     "run",
     "run_agentd",
     "scripted",
+    "scripted_endpoint",
     "scripted_runtime",
     "serve_refused",
     "serving",

@@ -19,7 +19,7 @@ from notifications import queue
 from store import EventStore
 from store.events import ModelCalled, NotificationsAdmitted, ToolCallExecuted, ToolCallStarted
 from store.replay import verify
-from tests.helpers import REPO, free_port, wait_for_port
+from tests.helpers import REPO, free_port, scripted_endpoint
 
 ITERATIONS = 12
 TASKS = 4
@@ -65,17 +65,9 @@ def register(tools, profiles):
 
 @pytest.fixture
 def model_url(tmp_path: Path):
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({
-        "delay_s": 0.25,
-        "replies": [{"action": "call_tool", "tool": "append_line", "arguments": {"text": "line-{n}"}, "reason": "r"}],
-    }))
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "tests.helpers.model_server", str(port), str(script)], cwd=REPO)
-    wait_for_port(port)
-    yield f"http://127.0.0.1:{port}"
-    server.kill()
-    server.wait()
+    replies = [{"action": "call_tool", "tool": "append_line", "arguments": {"text": "line-{n}"}, "reason": "r"}]
+    with scripted_endpoint(tmp_path, replies, delay_s=0.25) as url:
+        yield url
 
 
 def check_invariants(db: Path, workspace: Path, scratch: Path) -> None:

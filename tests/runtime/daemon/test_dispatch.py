@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 
 import anyio
-import pytest
 
 from runtime.agent.loop import Stopped
 from runtime.daemon import dispatch
@@ -70,14 +69,6 @@ def test_a_waiting_task_with_nothing_new_is_not_run_again(store, workspace, tmp_
     assert len(rt.model.prompts) == 1, "parked: no further model call while nobody decides"
 
 
-@pytest.fixture
-def pg_url():
-    from tests.helpers.postgres import fresh_schema, unreachable
-
-    why = unreachable()
-    if why is not None:
-        pytest.skip(why)
-    yield from fresh_schema()
 
 
 def test_on_postgresql_a_task_submitted_by_another_process_runs_before_the_next_poll(

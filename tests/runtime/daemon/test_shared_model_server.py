@@ -16,7 +16,7 @@ import pytest
 from store import EventStore
 from store.events import ModelCalled, TaskPhase
 from tests.helpers import REPO, free_port, wait_for_port
-from tests.helpers.postgres import fresh_schema, unreachable
+from tests.helpers.postgres import unreachable
 
 _WHY = unreachable()
 pytestmark = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
@@ -24,9 +24,6 @@ pytestmark = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
 TASKS_EACH = 2
 
 
-@pytest.fixture
-def pg_url():
-    yield from fresh_schema()
 
 
 @pytest.mark.slow

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -12,28 +11,13 @@ from pathlib import Path
 import pytest
 
 from runtime.daemon.lock import holders
-from tests.helpers import REPO, free_port, wait_for_port
-from tests.helpers.postgres import fresh_schema, unreachable
-
-_WHY = unreachable()
-pytestmark = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
-
-
-@pytest.fixture
-def pg_url():
-    yield from fresh_schema()
+from tests.helpers import REPO, free_port, scripted_endpoint
 
 
 @pytest.fixture
 def model_url(tmp_path: Path):
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"delay_s": 0, "replies": ["{}"]}))
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "tests.helpers.model_server", str(port), str(script)], cwd=REPO)
-    wait_for_port(port)
-    yield f"http://127.0.0.1:{port}"
-    server.kill()
-    server.wait()
+    with scripted_endpoint(tmp_path, ["{}"]) as url:
+        yield url
 
 
 @pytest.mark.slow

@@ -3,40 +3,22 @@ as any worker does: a task a worker elsewhere holds is refused, and one run here
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from store import EventStore
 from store.events import ModelCalled
-from tests.helpers import REPO, free_port, wait_for_port
+from tests.helpers import scripted_endpoint
 from tests.helpers.cli import one_error_line
-from tests.helpers.postgres import fresh_schema, unreachable
-
-_WHY = unreachable()
-pytestmark = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
-
-
-@pytest.fixture
-def pg_url():
-    yield from fresh_schema()
 
 
 @pytest.fixture
 def model_url(tmp_path: Path):
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"delay_s": 0, "replies": [
+    with scripted_endpoint(tmp_path, [
         {"action": "final_answer", "answer": "The workspace holds notes.txt.", "sources": ["workspace"]},
-    ]}))
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "tests.helpers.model_server", str(port), str(script)], cwd=REPO)
-    wait_for_port(port)
-    yield f"http://127.0.0.1:{port}"
-    server.kill()
-    server.wait()
+    ]) as url:
+        yield url
 
 
 def test_task_run_waits_for_no_lease_held_elsewhere_and_gives_its_own_back(

@@ -25,8 +25,8 @@ import pytest
 from notifications import queue
 from store import EventStore
 from store.events import NotificationsAdmitted, ScheduleFired, TaskPhase, TaskPhaseChanged
-from tests.helpers import REPO, free_port, wait_for_port
-from tests.helpers.postgres import fresh_schema, unreachable
+from tests.helpers import REPO, free_port, scripted_endpoint
+from tests.helpers.postgres import unreachable
 
 _WHY = unreachable()
 pytestmark = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
@@ -76,24 +76,15 @@ def register(tools, profiles):
 '''
 
 
-@pytest.fixture
-def pg_url():
-    yield from fresh_schema()
 
 
 @pytest.fixture
 def model_url(tmp_path: Path):
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"delay_s": 0.2, "replies": [
+    with scripted_endpoint(tmp_path, [
         {"action": "call_tool", "tool": "record_entry", "arguments": {"text": "entry-{n}"}, "reason": "r"},
         {"action": "final_answer", "answer": "The ledger holds this task's entry.", "sources": []},
-    ]}))
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "tests.helpers.model_server", str(port), str(script)], cwd=REPO)
-    wait_for_port(port)
-    yield f"http://127.0.0.1:{port}"
-    server.kill()
-    server.wait()
+    ], delay_s=0.2) as url:
+        yield url
 
 
 def _workers(agentd, env: dict) -> list[dict]:

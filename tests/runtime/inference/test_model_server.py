@@ -3,7 +3,6 @@ run through the shared server records its cached and evaluated tokens. Real serv
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -15,7 +14,7 @@ import pytest
 
 from runtime.inference.http import EndpointError, HttpModel
 from runtime.inference.model_file import smoke_model_path
-from tests.helpers import REPO, free_port, wait_for_port
+from tests.helpers import REPO, free_port, scripted_endpoint, wait_for_port
 
 N_CTX = 2048
 # Long enough that a prefix found is plainly more than the one token a fresh context shares with nothing.
@@ -83,15 +82,7 @@ def test_two_workers_asking_at_once_each_get_their_whole_answer(served: HttpMode
 
 
 def test_a_stream_that_ends_without_a_finish_reason_is_an_error_not_an_answer(tmp_path: Path) -> None:
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"delay_s": 0, "cut": True, "replies": ['{"action": "final_']}))
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "tests.helpers.model_server", str(port), str(script)], cwd=REPO)
-    try:
-        wait_for_port(port)
-        model = HttpModel(f"http://127.0.0.1:{port}", template_from=smoke_model_path(), n_ctx=2048)
+    with scripted_endpoint(tmp_path, ['{"action": "final_'], cut=True) as url:
+        model = HttpModel(url, template_from=smoke_model_path(), n_ctx=2048)
         with pytest.raises(EndpointError, match="without a finish reason"):
             model.complete("Say ok.", schema=None, max_tokens=8)
-    finally:
-        server.kill()
-        server.wait()
