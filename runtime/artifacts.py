@@ -90,6 +90,14 @@ class ArtifactStore:
             self._keep(digest, stored)
         return data
 
+    def find(self, sha256: str) -> bytes | None:
+        """The bytes stored under `sha256` (a bare hash, as events name a file's content); None when the
+        store does not hold them."""
+        try:
+            return self.get(REF_PREFIX + sha256)
+        except NotFound:
+            return None
+
     def exists(self, ref: str) -> bool:
         if not is_ref(ref):
             return False

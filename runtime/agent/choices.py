@@ -103,9 +103,12 @@ def limit_reached(completion_tokens: int, max_output_tokens: int) -> int | None:
     return max_output_tokens if completion_tokens >= max_output_tokens else None
 
 
-def judge(text: str, choices: Choices, view: TaskView, cut_at: int | None = None) -> proposal.Action:
+def judge(
+    text: str, choices: Choices, view: TaskView, cut_at: int | None = None, fetch: removal.Fetch | None = None
+) -> proposal.Action:
     """Step 7's first half: the reply as an action code will carry out, or Rejected with the reason.
-    `cut_at`: the token limit the reply filled, if it did."""
+    `cut_at`: the token limit the reply filled, if it did; `fetch`: the artifact store's bytes by hash,
+    for the content of a file the task changed."""
     action = proposal.validate(
         proposal.parse(text, cut_at=cut_at),
         allowed_tools=set(choices.tools),
@@ -122,9 +125,10 @@ def judge(text: str, choices: Choices, view: TaskView, cut_at: int | None = None
     )
     if isinstance(action, proposal.CallTool) and action.tool in choices.contracts:
         adders = [n for n, c in choices.contracts.items() if c.changes == "path" and c.removes is None]
+        replacers = [n for n, c in choices.contracts.items() if c.removes is not None and c.removes[0]]
         why = removal.refusal(
             goal.own_words(view.transcript.request), choices.contracts[action.tool], action.arguments,
-            view.records, adders,
+            view.records, adders, fetch, replacers,
         )
         if why is not None:
             raise proposal.Rejected(why)

@@ -387,7 +387,7 @@ class _Runner:
             )
             cut = limit_reached(s.completion_tokens, trusted.profile.max_output_tokens)
             try:
-                action = judge(completion.text, choices, self.view, cut)
+                action = judge(completion.text, choices, self.view, cut, self.rt.artifacts.find)
             except proposal.Rejected as e:
                 await self._append(ProposalRejected(call_index=call_index, attempt=attempt, error=str(e)))
                 if isinstance(e, proposal.Unbacked):

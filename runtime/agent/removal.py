@@ -13,18 +13,25 @@ its word: nothing is refused. Lines the task itself put in the file (a file it c
 added) are its own to change.
 
 What a call removes is read from its contract (`removes`: the argument whose text goes unless another
-repeats it, or the whole file replaced by one argument) and, for a whole file, from the content the
-task's results last showed. Pure: the request, the contract, the arguments and the log in.
+repeats it, or the whole file replaced by one argument), applied to the file as the task's log last
+left it: the content its results showed, or the bytes its own last change put there, which the
+artifact store keeps under their hash. The effect is judged line by line on the whole file, not on the
+arguments: seen on the default model on an unseen suite, `edit_file {"old": "8", "new": "19"}` for
+"The retries should be 19 instead of 8" also turned `"port": 9840` into `"port": 91940`. Where the
+file's content is not known, the arguments alone are judged. Pure: the request, the contract, the
+arguments, the log and a lookup of stored bytes by hash in.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from runtime.tools import ToolContract
+from runtime.tools.replacement import replace
 from store.events import FileChanged, Recorded, ToolCallExecuted
 
 # Requests that ask for lines to go, or for a whole text to be put in other words: any removal may be
@@ -59,19 +66,37 @@ def _tokens(text: str) -> list[str]:
     return [t.strip(".-/") for t in _TOKEN.findall(text.lower()) if t.strip(".-/")]
 
 
+# Stored bytes by their sha256; None when the store does not hold them.
+Fetch = Callable[[str], bytes | None]
+
+
 def removed(contract: ToolContract, arguments: Mapping[str, Any], known: str | None) -> tuple[list[str], list[str]]:
-    """The lines a call would take out of its file, and the lines it would put in: those of the text it
-    replaces that the replacement does not repeat. `known` is the file's content as the task last saw
-    it (for a whole-file write)."""
+    """The lines a call would take out of its file, and the lines it would put in. `known` is the
+    file's content as the task's log last left it: where it is known, the call's effect on the whole
+    file is compared line by line; where not, the text it replaces with the replacement."""
     if contract.removes is None:
         return [], []
     gone, kept = contract.removes
     replacement = arguments.get(kept)
-    text = known if not gone else arguments.get(gone)
-    if not isinstance(replacement, str) or not isinstance(text, str) or (gone and text in replacement):
+    if not isinstance(replacement, str):
         return [], []
-    before, after = _lines(text), _lines(replacement)
-    return [line for line in before if line not in set(after)], [line for line in after if line not in set(before)]
+    if not gone:
+        return _difference(known, replacement) if known is not None else ([], [])
+    text = arguments.get(gone)
+    if not isinstance(text, str) or not text:
+        return [], []
+    if known is not None and text in known:
+        return _difference(known, replace(known, text, replacement)[0])
+    if text in replacement:
+        return [], []
+    return _difference(text, replacement)
+
+
+def _difference(before: str, after: str) -> tuple[list[str], list[str]]:
+    """The lines of `before` that `after` no longer has, and those `after` has new, each as many times
+    as it went or came (two equal lines and one of them deleted is a line gone)."""
+    was, now = Counter(_lines(before)), Counter(_lines(after))
+    return list((was - now).elements()), list((now - was).elements())
 
 
 def untouched(request: str, gone: Sequence[str], added: Sequence[str]) -> list[str]:
@@ -110,9 +135,10 @@ def untouched(request: str, gone: Sequence[str], added: Sequence[str]) -> list[s
     return lost_lines
 
 
-def known_content(records: Sequence[Recorded], path: str) -> str | None:
-    """The file's whole content as the task's results last showed it (a read's content, an edit's file
-    after); None when no result showed it whole, or a change came after that did not show it."""
+def known_content(records: Sequence[Recorded], path: str, fetch: Fetch | None = None) -> str | None:
+    """The file's whole content as the task's log last left it: a result that showed it whole (a read's
+    content, an edit's file after), or the bytes a change put there, fetched by their hash. None when
+    neither is known (a change not shown whole and no store to fetch from, a file deleted or binary)."""
     content: str | None = None
     whole: dict[str, bool] = {}
     for rec in records:
@@ -123,8 +149,16 @@ def known_content(records: Sequence[Recorded], path: str) -> str | None:
             if whole[e.call_id]:
                 content = shown
         elif isinstance(e, FileChanged) and e.path == path and not whole.get(e.call_id, False):
-            content = None
+            content = _text(fetch, e.after_sha256)
     return content
+
+
+def _text(fetch: Fetch | None, sha256: str | None) -> str | None:
+    data = fetch(sha256) if fetch is not None and sha256 is not None else None
+    try:
+        return data.decode("utf-8") if data is not None else None
+    except UnicodeDecodeError:
+        return None
 
 
 def own_lines(records: Sequence[Recorded], path: str) -> set[str] | None:
@@ -152,10 +186,13 @@ def refusal(
     arguments: Mapping[str, Any],
     records: Sequence[Recorded],
     adders: Sequence[str] = (),
+    fetch: Fetch | None = None,
+    replacers: Sequence[str] = (),
 ) -> str | None:
     """Why the call is refused before it runs, if it would remove lines the request does not touch;
-    None otherwise. `adders` are the tools offered that add to a file and remove nothing (by their
-    contracts), which the reason names."""
+    None otherwise. `adders` are the tools offered that add to a file and remove nothing, `replacers`
+    those that replace a part of it (by their contracts), which the reason names; `fetch` finds the
+    bytes a change left by their hash."""
     if contract.removes is None or _REMOVING.search(request):
         return None
     path = arguments.get("path")
@@ -164,16 +201,24 @@ def refusal(
     own = own_lines(records, path)
     if own is None:
         return None
-    known = known_content(records, path) if not contract.removes[0] else None
-    gone, added = removed(contract, arguments, known)
+    gone, added = removed(contract, arguments, known_content(records, path, fetch))
     lost = untouched(request, [line for line in gone if line not in own], added)
     if not lost:
         return None
     shown = ", ".join(repr(line) for line in lost[:SHOWN])
     if len(lost) > SHOWN:
         shown += f" and {len(lost) - SHOWN} more"
+    part, whole = contract.removes
+    if part:
+        # Seen: old "8" for a retries value also changed the port 9840.
+        narrow = f"give {part} only the text to change, as the file has it"
+    elif replacers:
+        # Seen: a rename refused as a whole-file write was then appended as a second function.
+        narrow = f"to change part of the file, use {' or '.join(replacers)}"
+    else:
+        narrow = f"give {whole} the whole file, every line kept that the request does not change"
     instead = f"use {' or '.join(adders)}" if adders else "give the old text again with the new lines"
     return (
         f"this {contract.name} would remove {shown} from {path}, {MARKER}: change only what the request asks; "
-        f"to add lines, {instead}"
+        f"{narrow}; to add lines, {instead}"
     )

@@ -21,6 +21,7 @@ from runtime.agent import (
     notes,
     policy as policy_,
     proposal,
+    removal,
     request as request_,
 )
 from runtime.agent.goal import message_turn
@@ -171,7 +172,7 @@ def _check_call(rt: Runtime, trusted: Trusted, records: list[Recorded], i: int) 
     view.apply(records[i])
     verdict, action = _verdict(
         called.output, choices, view,
-        choices_.limit_reached(called.completion_tokens, trusted.profile.max_output_tokens),
+        choices_.limit_reached(called.completion_tokens, trusted.profile.max_output_tokens), rt.artifacts.find,
     )
     recorded = _recorded_verdict(records, i)
     if verdict != recorded:
@@ -259,10 +260,10 @@ def _manifest_difference(recorded: ContextManifest, rebuilt: ContextManifest) ->
 
 
 def _verdict(
-    output: str, choices: choices_.Choices, view: TaskView, cut_at: int | None
+    output: str, choices: choices_.Choices, view: TaskView, cut_at: int | None, fetch: removal.Fetch
 ) -> tuple[str, proposal.Action | None]:
     try:
-        action = choices_.judge(output, choices, view, cut_at)
+        action = choices_.judge(output, choices, view, cut_at, fetch)
     except proposal.Rejected as e:
         return f"rejected: {e}", None
     return f"accepted: {action.model_dump_json()}", action

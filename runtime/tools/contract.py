@@ -78,9 +78,9 @@ class ToolContract(BaseModel):
     )
     removes: tuple[str, str] | None = Field(
         None,
-        description="(A, B): a call takes the text of argument A out of the file at `path` unless argument B "
-        "repeats it; A empty: the whole file is replaced by argument B. What a call would remove is then known "
-        "before it runs",
+        description="(A, B): a call replaces the text of argument A by argument B in the file at `path`, at the "
+        "places `runtime.tools.replacement` finds; A empty: the whole file is replaced by argument B. What a "
+        "call would remove is then known before it runs",
     )
     needs: Literal["artifact", "skill"] | None = Field(
         None,

@@ -13,6 +13,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from runtime.tools import replacement
 from runtime.tools.contract import Effect, Tool, ToolContext, ToolContract, ToolFailure
 from runtime.tools.files import (
     MAX_READ_BYTES,
@@ -102,9 +103,10 @@ class EditFile(Tool[EditFileArgs, EditFileOutput]):
     contract = ToolContract(
         name="edit_file",
         description=(
-            "Change a text file in the workspace: replace every place it has the text `old` with `new`. "
-            "Use it to fix, rename or change a value; `old` must be copied exactly from the file. What `old` "
-            "holds is gone unless `new` repeats it: to add lines, use append_file."
+            "Change a text file in the workspace: replace every place it has the text `old` with `new` (a "
+            "word or number as a whole word, not inside a longer one). Use it to fix, rename or change a "
+            "value; `old` must be copied exactly from the file. What `old` holds is gone unless `new` repeats "
+            "it: to add lines, use append_file."
         ),
         input_model=EditFileArgs,
         output_model=EditFileOutput,
@@ -130,14 +132,13 @@ class EditFile(Tool[EditFileArgs, EditFileOutput]):
         real = resolve(ctx, args.path)
         name = relative(ctx, real)
         text = _read_text(real, name)
-        count = text.count(args.old)
+        changed, count = replacement.replace(text, args.old, args.new)
         if count == 0:
             raise ToolFailure(
                 "text_not_found",
                 f"{name} does not contain the text given as old",
                 {"path": name, "closest_lines": _closest(text, args.old)},
             )
-        changed = text.replace(args.old, args.new)
         data = changed.encode("utf-8")
         write_atomically(real, name, data)
         digest = hashlib.sha256(data).hexdigest()

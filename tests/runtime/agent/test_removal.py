@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from runtime.agent import removal
 from runtime.tools import AppendFile, EditFile, WriteFile
 from store.events import FileChanged, Recorded, ToolCallExecuted
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _log(*events) -> list[Recorded]:
@@ -24,8 +30,9 @@ READ_APP = ToolCallExecuted(call_id="c1", tool="read_file", status="ok",
 def test_an_edit_that_replaces_an_item_the_request_does_not_name_is_refused_naming_it_and_the_tool_that_adds() -> None:
     why = removal.refusal(ADD, EditFile.contract, {"path": "todo.txt", "old": "buy milk", "new": "- water the plants"},
                           _log(READ), ["append_file"])
-    assert why == ("this edit_file would remove 'buy milk' from todo.txt, which the request does not touch: change "
-                   "only what the request asks; to add lines, use append_file")
+    assert why == ("this edit_file would remove '- buy milk' from todo.txt, which the request does not touch: change "
+                   "only what the request asks; give old only the text to change, as the file has it; to add lines, "
+                   "use append_file")
 
 
 def test_a_whole_file_write_that_drops_lines_the_task_saw_is_refused() -> None:
@@ -33,6 +40,18 @@ def test_a_whole_file_write_that_drops_lines_the_task_saw_is_refused() -> None:
     assert why is not None and "'- buy milk', '- call the plumber'" in why
     kept = {"path": "todo.txt", "content": TODO + "- water the plants\n"}
     assert removal.refusal(ADD, WriteFile.contract, kept, _log(READ)) is None
+
+
+def test_a_whole_file_write_refused_names_the_tools_that_change_a_part_and_that_add() -> None:
+    # Seen on the default model: a rename refused as a whole-file write was then appended as a new function.
+    why = removal.refusal("Rename buy to get in todo.txt", WriteFile.contract,
+                          {"path": "todo.txt", "content": "- get milk\n"}, _log(READ), ["append_file"],
+                          replacers=["edit_file"])
+    assert why is not None and why.endswith("to change part of the file, use edit_file; to add lines, use append_file")
+    alone = removal.refusal("Rename buy to get in todo.txt", WriteFile.contract,
+                            {"path": "todo.txt", "content": "- get milk\n"}, _log(READ))
+    assert alone is not None and "give content the whole file, every line kept that the request does not change" \
+        in alone
 
 
 def test_a_setting_written_alone_over_its_file_loses_the_others() -> None:
@@ -68,13 +87,42 @@ def test_a_tool_that_removes_nothing_is_never_refused() -> None:
     assert removal.refusal(ADD, AppendFile.contract, {"path": "todo.txt", "text": "- water"}, _log(READ)) is None
 
 
-def test_a_file_changed_since_it_was_shown_is_not_known_so_a_write_over_it_is_not_judged() -> None:
+def test_a_file_changed_since_it_was_shown_is_known_by_the_bytes_the_change_left() -> None:
     appended = ToolCallExecuted(call_id="c2", tool="append_file", status="ok", observation={"path": "todo.txt"})
-    changed = FileChanged(call_id="c2", path="todo.txt", before_sha256="a" * 64, after_sha256="b" * 64)
-    assert removal.known_content(_log(READ, appended, changed), "todo.txt") is None
-    assert removal.known_content(_log(READ), "todo.txt") == TODO
+    after = TODO + "- water the plants\n"
+    changed = FileChanged(call_id="c2", path="todo.txt", before_sha256=_sha(TODO), after_sha256=_sha(after))
     later = _log(READ, appended, changed)
-    assert removal.refusal(ADD, WriteFile.contract, {"path": "todo.txt", "content": "x"}, later) is None
+    stored = {_sha(after): after.encode()}.get
+    assert removal.known_content(later, "todo.txt", stored) == after
+    # Without the stored bytes nothing is known, and only the arguments are judged.
+    assert removal.known_content(later, "todo.txt") is None
+    assert removal.known_content(_log(READ), "todo.txt") == TODO
+    # Seen on the default model on an unseen suite: its own line appended, then the request's words written
+    # over the whole file.
+    why = removal.refusal(ADD, WriteFile.contract, {"path": "todo.txt", "content": "- water the plants\n"}, later,
+                          fetch=stored)
+    assert why is not None and "'- buy milk', '- call the plumber'" in why
+
+
+def test_an_edit_is_judged_by_what_it_does_to_the_whole_file_not_by_its_arguments() -> None:
+    # Seen on the default model on an unseen suite: "8" replaced inside 9840 as well as the retries' 8.
+    config = '{\n  "host": "0.0.0.0",\n  "port": 9840,\n  "retries": 8,\n  "debug": false\n}\n'
+    read = ToolCallExecuted(call_id="c1", tool="read_file", status="ok",
+                            observation={"path": "config/app.json", "content": config})
+    request = "The retries should be 19 instead of 8. Update config/app.json."
+    # 8 stands as a whole number at one place: only that place changes, and that is what was asked.
+    assert removal.refusal(request, EditFile.contract, {"path": "config/app.json", "old": "8", "new": "19"},
+                           _log(read)) is None
+    # Where it stands nowhere whole, every place changes: the port's digit is a change nobody asked for.
+    why = removal.refusal(request, EditFile.contract, {"path": "config/app.json", "old": "98", "new": "19"},
+                          _log(read))
+    assert why is not None and "'\"port\": 9840,'" in why
+    # A file with two equal lines loses one when an edit joins them.
+    twice = ToolCallExecuted(call_id="c1", tool="read_file", status="ok",
+                             observation={"path": "t.txt", "content": "- milk\n- milk\n- tea\n"})
+    assert removal.refusal("Change tea to coffee in t.txt", EditFile.contract,
+                           {"path": "t.txt", "old": "- milk\n- milk\n- tea", "new": "- milk\n- coffee"},
+                           _log(twice)) is not None
 
 
 def test_a_record_replaced_by_the_new_one_is_a_loss_however_alike_the_two_lines_look() -> None:

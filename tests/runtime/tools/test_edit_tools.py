@@ -31,6 +31,24 @@ def test_edit_file_replaces_every_place_and_shows_the_changed_lines(ctx, workspa
     assert outcome.observation["changed_lines"] == ["def welcome(name):", 'print(welcome("tidy"))']
 
 
+def test_a_number_or_word_is_replaced_where_it_stands_whole_not_inside_a_longer_one(ctx, workspace) -> None:
+    # Seen on the default model: old "8", new "19" for the retries also made the port 9840 into 91940.
+    config = '{\n  "port": 9840,\n  "retries": 8,\n  "greeting": "greetings"\n}\n'
+    (workspace / "app.json").write_text(config)
+    outcome = execute(EditFile(), ctx, {"path": "app.json", "old": "8", "new": "19"})
+    assert outcome.observation["replaced"] == 1
+    assert (workspace / "app.json").read_text() == config.replace(": 8,", ": 19,")
+    execute(EditFile(), ctx, {"path": "app.json", "old": "greeting", "new": "salute"})
+    assert '"salute": "greetings"' in (workspace / "app.json").read_text()
+
+
+def test_text_that_stands_nowhere_whole_is_replaced_wherever_it_occurs(ctx, workspace) -> None:
+    (workspace / "README.md").write_text("We recieved it.\nYou recieved them.\n")
+    outcome = execute(EditFile(), ctx, {"path": "README.md", "old": "recieve", "new": "receive"})
+    assert outcome.observation["replaced"] == 2
+    assert (workspace / "README.md").read_text() == "We received it.\nYou received them.\n"
+
+
 def test_an_edit_of_a_short_file_shows_the_whole_file_after_it(ctx, workspace) -> None:
     (workspace / "app.toml").write_text('debug = true\nport = 8080\nlog_level = "info"\n')
     outcome = execute(EditFile(), ctx, {"path": "app.toml", "old": "debug = true", "new": "debug = false"})
