@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from runtime.atomic import fsync_dir, replace_file, sync_filesystem
@@ -24,6 +25,8 @@ from store.blobs import BlobTable
 from store.errors import AgentdError, StoreError
 
 REF_PREFIX = "artifact://sha256/"
+# Stored bytes by their sha256 (as events name a file's content); None when the store does not hold them.
+Fetch = Callable[[str], bytes | None]
 # fullmatch on a closed alphabet: a ref can never carry "/", "..", or a NUL into a file path.
 _REF = re.compile(r"artifact://sha256/(?P<hex>[0-9a-f]{64})")
 

@@ -9,6 +9,7 @@ from typing import Mapping, Sequence
 from runtime.agent import claims, context, goal, policy as policy_, proposal, removal, rules
 from runtime.agent.rules import NAMES_LEFT, names_left
 from runtime.agent.view import TaskView
+from runtime.artifacts import Fetch
 from runtime.tools import ToolContract
 
 
@@ -104,7 +105,7 @@ def limit_reached(completion_tokens: int, max_output_tokens: int) -> int | None:
 
 
 def judge(
-    text: str, choices: Choices, view: TaskView, cut_at: int | None = None, fetch: removal.Fetch | None = None
+    text: str, choices: Choices, view: TaskView, cut_at: int | None = None, fetch: Fetch | None = None
 ) -> proposal.Action:
     """Step 7's first half: the reply as an action code will carry out, or Rejected with the reason.
     `cut_at`: the token limit the reply filled, if it did; `fetch`: the artifact store's bytes by hash,
@@ -136,7 +137,7 @@ def judge(
     if answer is not None and choices.changes_allowed:
         # A change claimed that the log does not hold is the worst answer there is: refused once, and if
         # claimed again (or on the last try) the task fails with the reason rather than complete.
-        why = claims.unbacked(answer, view.records)
+        why = claims.unbacked(answer, view.records, fetch)
         if why is not None:
             if choices.last or (choices.attempt > 1 and _UNBACKED in view.last_rejection):
                 raise proposal.Unbacked(why)
@@ -160,7 +161,7 @@ def judge(
     return action
 
 
-_UNBACKED = "nothing was changed"
+_UNBACKED = claims.UNBACKED
 _NO_ANSWER = "no answer was given"
 
 

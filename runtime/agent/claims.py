@@ -7,6 +7,10 @@ Two checks, both reading the task's events and the request's own instruction tex
   message, recorded no change to any file and no call with an outside effect succeeded. Seen on the
   default model: "The project version was bumped to 0.8.0" after edit_file had failed with
   text_not_found, and the task completed.
+- An answer that reports a change that takes text out (renamed, replaced, fixed, bumped, removed)
+  when every change the task made only added lines. Seen on the default model on an unseen suite: asked
+  to rename a function, it appended a second function under the new name and answered that the function
+  "was renamed to gather_records and updated where it is called".
 - An answer that copies agentd's own words (a tool's description, the instructions, the decision
   asked for) instead of answering. Seen: "Create or replace one text file in the workspace..." as the
   whole answer to "Create CONTRIBUTORS.txt listing Mila and Joost", with no file written.
@@ -18,9 +22,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from runtime.artifacts import Fetch
 from store.events import FileChanged, Recorded, TaskSubmitted, ToolCallExecuted, ToolCallStarted, UserSaid
 
 # Verbs that report a change made, in the forms a report takes ("was bumped", "I have created",
@@ -58,14 +64,27 @@ _NEGATION = re.compile(
 _CLAUSE = re.compile(r"[.;!?]+(?=\s|$)|\n+|,\s*(?:but|and|so|because|since|as)\b", re.IGNORECASE)
 
 
-def claimed_change(answer: str) -> str | None:
-    """The first clause of `answer` that reports a change as made, or None."""
+# Verbs whose change takes text out of a file: a change that only added lines did none of them.
+_TAKING = frozenset(
+    "renamed replaced fixed corrected bumped deleted removed rewrote rewritten moved increased decreased "
+    "incremented".split()
+)
+
+
+def _claims(answer: str) -> Iterator[tuple[str, str | None]]:
+    """Each clause of `answer` that reports a change as made, with its verb where it names one."""
     for clause in _CLAUSE.split(answer):
         for pattern in (_CLAIM, _SUCCESS):
             match = pattern.search(clause)
             if match and not _NEGATION.search(clause[: match.end()]):
-                return clause.strip()
-    return None
+                verb = next((g for g in match.groups() if g), None) if pattern is _CLAIM else None
+                yield clause.strip(), verb.lower() if verb else None
+                break
+
+
+def claimed_change(answer: str) -> str | None:
+    """The first clause of `answer` that reports a change as made, or None."""
+    return next((clause for clause, _ in _claims(answer)), None)
 
 
 @dataclass(frozen=True)
@@ -109,16 +128,48 @@ def effects(records: Sequence[Recorded]) -> Effects:
     return Effects(tuple(dict.fromkeys(changed)), tuple(dict.fromkeys(acted)), tuple(failed))
 
 
-def unbacked(answer: str, records: Sequence[Recorded]) -> str | None:
-    """Why `answer` may not stand: it reports a change and the log holds none. None when it may."""
-    clause = claimed_change(answer)
-    if clause is None:
+def unbacked(answer: str, records: Sequence[Recorded], fetch: Fetch | None = None) -> str | None:
+    """Why `answer` may not stand: it reports a change and the log holds none, or it reports text taken
+    out and every change only added lines (read from the bytes before and after, which `fetch` finds by
+    hash). None when it may."""
+    claimed = list(_claims(answer))
+    if not claimed:
         return None
     done = effects(records)
-    if done.any:
+    if not done.any:
+        why = "; ".join(done.failed[-2:]) if done.failed else "no tool changed anything"
+        return f'the answer says "{_clip(claimed[0][0])}", but {why}; {UNBACKED}'
+    taking = next((clause for clause, verb in claimed if verb in _TAKING), None)
+    if taking is None or done.acted or not _only_added(records, fetch):
         return None
-    why = "; ".join(done.failed[-2:]) if done.failed else "no tool changed anything"
-    return f'the answer says "{_clip(clause)}", but {why}; nothing was changed'
+    return (
+        f'the answer says "{_clip(taking)}", but the task only added lines to {", ".join(done.changed)}; '
+        f"nothing in them was replaced or removed, so {UNBACKED}"
+    )
+
+
+# The words every unbacked claim's reason ends with: a second claim after one is refused fails the task.
+UNBACKED = "nothing was changed"
+
+
+def _only_added(records: Sequence[Recorded], fetch: Fetch | None) -> bool:
+    """Whether every file change since the latest user message kept every line the file had; False when a
+    change's bytes are not to be found (nothing can be said of it)."""
+    if fetch is None:
+        return False
+    start = max((i for i, r in enumerate(records) if isinstance(r.event, (TaskSubmitted, UserSaid))), default=0)
+    for rec in records[start:]:
+        e = rec.event
+        if not isinstance(e, FileChanged) or e.before_sha256 is None:
+            continue
+        if e.after_sha256 is None:
+            return False
+        before, after = fetch(e.before_sha256), fetch(e.after_sha256)
+        if before is None or after is None:
+            return False
+        if Counter(before.splitlines()) - Counter(after.splitlines()):
+            return False
+    return True
 
 
 def _clip(text: str, n: int = 80) -> str:

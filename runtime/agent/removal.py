@@ -27,9 +27,10 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from runtime.artifacts import Fetch
 from runtime.tools import ToolContract
 from runtime.tools.replacement import replace
 from store.events import FileChanged, Recorded, ToolCallExecuted
@@ -66,8 +67,6 @@ def _tokens(text: str) -> list[str]:
     return [t.strip(".-/") for t in _TOKEN.findall(text.lower()) if t.strip(".-/")]
 
 
-# Stored bytes by their sha256; None when the store does not hold them.
-Fetch = Callable[[str], bytes | None]
 
 
 def removed(contract: ToolContract, arguments: Mapping[str, Any], known: str | None) -> tuple[list[str], list[str]]:

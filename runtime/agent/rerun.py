@@ -21,12 +21,12 @@ from runtime.agent import (
     notes,
     policy as policy_,
     proposal,
-    removal,
     request as request_,
 )
 from runtime.agent.goal import message_turn
 from runtime.agent.host import Runtime, Trusted
 from runtime.agent.view import TaskView
+from runtime.artifacts import Fetch
 from runtime.errors import ContextOverflow
 from store.errors import AgentdError
 from store.events import (
@@ -260,7 +260,7 @@ def _manifest_difference(recorded: ContextManifest, rebuilt: ContextManifest) ->
 
 
 def _verdict(
-    output: str, choices: choices_.Choices, view: TaskView, cut_at: int | None, fetch: removal.Fetch
+    output: str, choices: choices_.Choices, view: TaskView, cut_at: int | None, fetch: Fetch
 ) -> tuple[str, proposal.Action | None]:
     try:
         action = choices_.judge(output, choices, view, cut_at, fetch)

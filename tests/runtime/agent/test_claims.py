@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from runtime.agent import claims, context
@@ -80,6 +82,33 @@ def test_only_changes_since_the_users_latest_message_back_a_claim() -> None:
         UserSaid(text="Now bump it again"),
     )
     assert claims.unbacked("I bumped it again.", records) is not None
+
+
+HELPERS = b"def parse_records(items):\n    return items\n\n\ndef load(items):\n    return parse_records(items)\n"
+
+
+def _changed(before: bytes, after: bytes) -> tuple[list[Recorded], dict]:
+    digest = {b: hashlib.sha256(b).hexdigest() for b in (before, after)}
+    records = _log(SUBMITTED, FileChanged(call_id="c1", path="helpers.py", before_sha256=digest[before],
+                                          after_sha256=digest[after]))
+    return records, {d: b for b, d in digest.items()}
+
+
+def test_a_claim_of_text_taken_out_is_unbacked_when_every_change_only_added_lines() -> None:
+    # Seen on the default model on an unseen suite: a second function appended under the new name, and the
+    # answer that the function was renamed.
+    appended, stored = _changed(HELPERS, HELPERS + b"def gather_records(items): return items\n")
+    answer = "The function was renamed to gather_records and updated where it is called."
+    why = claims.unbacked(answer, appended, stored.get)
+    assert why is not None and why.endswith("nothing was changed")
+    assert "only added lines to helpers.py" in why
+    # Added lines back a claim of adding; a line replaced backs the rename.
+    assert claims.unbacked("I added gather_records to helpers.py.", appended, stored.get) is None
+    renamed, stored = _changed(HELPERS, HELPERS.replace(b"parse_records", b"gather_records"))
+    assert claims.unbacked(answer, renamed, stored.get) is None
+    # Without the bytes nothing is said.
+    assert claims.unbacked(answer, appended) is None
+    assert claims.unbacked(answer, appended, {}.get) is None
 
 
 def test_an_answer_made_of_a_tools_description_copies_it_and_one_that_shares_a_phrase_does_not() -> None:

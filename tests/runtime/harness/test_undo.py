@@ -204,6 +204,26 @@ def test_a_bump_claimed_after_a_failed_edit_is_refused_and_then_fails_the_task(s
     assert (ws / "config" / "settings.yaml").read_text() == "name: birdlog\nversion: 0.7.1\n"
 
 
+def test_a_rename_claimed_after_only_an_append_is_refused_and_then_fails_the_task(store, data_dir, tmp_path) -> None:
+    # Seen on the default model on an unseen suite: the rename appended as a second function, then claimed.
+    ws = tmp_path / "project"
+    ws.mkdir()
+    helpers = "def parse_records(items):\n    return items\n\n\ndef load(items):\n    return parse_records(items)\n"
+    (ws / "helpers.py").write_text(helpers)
+    claim = "The function parse_records was renamed to gather_records and updated where it is called."
+    task_id = todo_task(store, data_dir, ws, [
+        call("read_file", path="helpers.py"),
+        call("append_file", path="helpers.py", text="def gather_records(items): return items"),
+        answer(claim),
+        answer(claim),
+    ], goal="In helpers.py, rename the function parse_records to gather_records, and update where it is called.")
+    [rejected, again] = events(store, task_id, ProposalRejected)
+    assert "the task only added lines to helpers.py" in rejected.error
+    assert again.error == rejected.error.split("; answer saying")[0]
+    assert events(store, task_id, TaskPhaseChanged)[-1].phase == "failed"
+    assert events(store, task_id, AnswerGiven) == []
+
+
 def test_an_honest_answer_after_a_refused_claim_completes_the_task(store, data_dir, tmp_path) -> None:
     ws = tmp_path / "project"
     ws.mkdir()
