@@ -111,6 +111,48 @@ def test_planted_secrets_appear_only_in_the_vault_and_in_the_file_the_task_was_a
     assert (data_dir / "logs" / "agentd.log").stat().st_size > 0
 
 
+def test_a_secret_handed_to_a_sub_task_keeps_its_value_and_is_never_recorded_bare(
+    tmp_path, data_dir, store, planted
+) -> None:
+    from runtime.agent.profiles import WORKSPACE
+    from runtime.harness.delegation import Delegate
+
+    # The parent numbers the goal's key 1 and the file's password 2; the sub-task meets the password first.
+    replies = [
+        call("read_file", path="config.txt"),
+        call("delegate", question="Write the password [secret:2] to pw.txt.", scope=["result:c1"],
+             tools=["write_file"]),
+        call("write_file", path="pw.txt", content="[secret:1]"),  # the sub-task's own number for it
+        answer("The password [secret:1] is in pw.txt."),
+        answer("The sub-task wrote the password [secret:2] to pw.txt."),
+    ]
+    rt = framing_runtime(store, tmp_path, replies)
+    rt.artifacts.secrets = Secrets(data_dir)
+    tool = Delegate()
+    rt.tools.register(tool)
+    tool.bind(rt)
+    rt.profiles["lead"] = WORKSPACE.model_copy(update={"name": "lead", "tools": (*WORKSPACE.tools, "delegate")})
+    task_id, _ = submit(lambda: store, f"My key is {GOAL_KEY}. Have a sub-task put the config's password in pw.txt.",
+                        planted, profile="lead", profiles=rt.profiles, default_policy="auto", allowed=("write",),
+                        actor="ann", secrets=rt.secrets)
+    assert run(rt, task_id) == "completed"
+
+    assert (planted / "pw.txt").read_text() == FILE_PASSWORD
+    sub_id = f"{task_id}.c2"
+    assert rt.secrets.vault(store, sub_id).values == {1: FILE_PASSWORD}
+    [sub_goal] = events(store, sub_id, TaskSubmitted)
+    assert sub_goal.goal.startswith("Write the password [secret:1] to pw.txt.")
+    assert "password: [secret:1]" in sub_goal.goal
+    delegated = [e for e in events(store, task_id, ToolCallExecuted) if e.tool == "delegate"][0]
+    assert delegated.observation["answer"] == "The password [secret:2] is in pw.txt."
+    for prompt in rt.model.prompts:
+        assert FILE_PASSWORD not in prompt and GOAL_KEY not in prompt
+    store.close()
+    leaks = [str(p) for folder in (data_dir, tmp_path / "artifacts") for p in folder.rglob("*")
+             if p.is_file() and (FILE_PASSWORD.encode() in p.read_bytes() or GOAL_KEY.encode() in p.read_bytes())]
+    assert leaks == []
+
+
 def test_a_placeholder_of_no_secret_of_the_task_is_refused_and_nothing_is_written(
     tmp_path, data_dir, store, planted
 ) -> None:

@@ -115,12 +115,19 @@ class Delegate(Tool[DelegateArgs, DelegateResult]):
         blocks = {b.label: b for b in view.transcript.entries}
         # The scoped material pasted into the question: the sub-task's request fences it as data.
         pasted = "".join(f"\n~~~ {label}\n{blocks[label].text}\n~~~" for label in args.scope)
+        # A secret crosses with its value and comes back the same way: each task's placeholders are numbered
+        # by its own vault, so the parent's [secret:2] would name another value (or none) in the sub-task.
+        # The question reaches here with its values put back; the pasted blocks are put back here, and the
+        # sub-task's vault hides them all again before anything is recorded.
+        goal = args.question + (ctx.secrets.reveal(pasted) if ctx.secrets is not None else pasted)
         events = submit_task(
-            args.question + pasted, Path(trusted.submitted.workspace), tenant=trusted.tenant,
+            goal, Path(trusted.submitted.workspace), tenant=trusted.tenant,
             profile=trusted.submitted.profile, allowed_effects=trusted.submitted.allowed_effects,
             max_steps=SUB_TASK_STEPS, max_tokens=args.token_budget, policy=trusted.submitted.policy,
         )
         events[0] = events[0].model_copy(update={"tools": tuple(args.tools), "parent": ctx.task_id})
+        sub_vault = self._rt.secrets.vault(self._rt.store, sub_id)
+        events = sub_vault.hide_events(events)
         try:
             self._rt.store.append(sub_id, events, expected_version=NO_STREAM, actor=f"task:{ctx.task_id}")
         except ConcurrencyConflict:
@@ -128,7 +135,12 @@ class Delegate(Tool[DelegateArgs, DelegateResult]):
         # The tool runs in a thread of its own, outside the parent's event loop (which waits for it): the
         # sub-task gets an event loop of its own there. The model serves one call at a time either way.
         phase = anyio.run(run_task, self._rt, sub_id)
-        return _result(sub_id, phase, self._rt.store.read_stream(sub_id), self._rt.store.task(sub_id).summary)
+        result = _result(sub_id, phase, self._rt.store.read_stream(sub_id), self._rt.store.task(sub_id).summary)
+        # The answer's placeholders are the sub-task's: their values go back, and the executor hides them
+        # again with the parent's numbers before the result is recorded or shown.
+        if ctx.secrets is None:
+            return result
+        return result.model_copy(update={"answer": sub_vault.reveal(result.answer)})
 
     def check(self, output: DelegateResult) -> None:
         if output.phase == "waiting":
