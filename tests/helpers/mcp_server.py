@@ -72,8 +72,10 @@ RUNBOOK = """## Revoked keys
 A key revoked by its owner answers 401 with code key_revoked. Rotate it: the old key never comes back.
 
 ## Rate limits
-A key over its plan's rate answers 429 with retry_after; wait, then retry.
+A key over its plan's rate answers 429 with retry_after; wait, then retry. The load-test key
+sk-live-7c1d9e04b2a85f36d0e1 is exempt.
 """
+RUNBOOK_KEY = "sk-live-7c1d9e04b2a85f36d0e1"
 
 
 @server.resource("notes://runbooks/api-keys", name="api-keys", title="API keys runbook", mime_type="text/markdown")

@@ -11,7 +11,7 @@ import pytest
 from runtime.mcp_settings import McpSettings
 from store.events import EvidenceRetrieved, ModelCalled
 from tests.helpers import answer, events, run, scripted, submit
-from tests.helpers.mcp_server import RUNBOOK
+from tests.helpers.mcp_server import RUNBOOK, RUNBOOK_KEY
 from tests.helpers.mcp_servers import MCP_PROFILE, opened, profiles, stdio
 
 QUESTION = "Why does my API key answer 401 key_revoked?"
@@ -50,6 +50,22 @@ def test_a_servers_resource_is_shown_as_fenced_evidence_with_its_server_uri_and_
     [shown] = [i for i in retrieved.items if i.source == CITE_ID]
     revoked = RUNBOOK.split("## Rate limits")[0].split("\n", 1)[1].strip()
     assert shown.text == revoked and shown.sha256 == hashlib.sha256(revoked.encode()).hexdigest()
+
+
+def test_a_key_in_a_servers_resource_is_shown_and_recorded_only_redacted(store, ws, tmp_path) -> None:
+    rt = scripted(store, tmp_path, [answer("Wait, then retry.")], profiles=profiles())
+    with opened(evidence_settings(), rt.tools, store=store) as g:
+        rt.mcp = g
+        task_id = submit(store, ws, "What does a 429 with retry_after mean for my key's rate?",
+                         profile=MCP_PROFILE.name, tenant="acme")
+        assert run(rt, task_id) == "completed"
+    prompt = rt.model.prompts[0]
+    assert "The load-test key\n[secret:1] is exempt." in prompt
+    [retrieved] = events(store, task_id, EvidenceRetrieved)
+    assert [i for i in retrieved.items if "[secret:1]" in i.text]
+    assert RUNBOOK_KEY not in prompt
+    store.close()
+    assert [p for p in tmp_path.rglob("*") if p.is_file() and RUNBOOK_KEY.encode() in p.read_bytes()] == []
 
 
 def test_another_tenants_task_is_never_shown_a_servers_evidence(store, ws, tmp_path) -> None:
