@@ -37,6 +37,10 @@ class InstanceLocked(AgentdError):
     """Another agentd already serves this data directory."""
 
 
+class LeaseLost(AgentdError):
+    """Another worker took over the task this process ran: the lease ran out while this process stalled."""
+
+
 class PortUnavailable(AgentdError):
     """The web page's port cannot be listened on: another program holds it, or it needs privileges."""
 

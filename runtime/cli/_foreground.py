@@ -12,11 +12,13 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from typing import TYPE_CHECKING, Callable
 
 import anyio
 
 from runtime.agent.loop import run_task
+from runtime.errors import LeaseLost
 from store.events import RunInterrupted, TaskPhase
 
 if TYPE_CHECKING:
@@ -25,10 +27,15 @@ if TYPE_CHECKING:
 
 WAITING = "waiting for the model call to finish (Ctrl-C again to stop now)"
 INTERRUPTED_EXIT = 130
+# How soon a run stops once its lease is found lost (the finding itself waits for a renewal).
+LOST_POLL_S = 0.25
 
 
-def run_in_foreground(runtime: Runtime, task_id: str, max_decisions: int | None, watch: Watch) -> str | None:
-    """The task's phase when the run stops, or None when Ctrl-C stopped it first."""
+def run_in_foreground(
+    runtime: Runtime, task_id: str, max_decisions: int | None, watch: Watch, lost: threading.Event | None = None
+) -> str | None:
+    """The task's phase when the run stops, or None when Ctrl-C stopped it first. `lost` is set when the
+    task's lease is lost: the run stops and LeaseLost says who runs the task now."""
 
     def stop_now() -> None:
         # The second Ctrl-C: the model call may go on in its thread for a while yet, and the interpreter
@@ -39,19 +46,33 @@ def run_in_foreground(runtime: Runtime, task_id: str, max_decisions: int | None,
         sys.stderr.flush()
         os._exit(INTERRUPTED_EXIT)
 
+    lost = lost if lost is not None else threading.Event()
     try:
-        phase = anyio.run(_run, runtime, task_id, max_decisions, watch, stop_now)
+        phase = anyio.run(_run, runtime, task_id, max_decisions, watch, stop_now, lost)
     finally:
         _close(runtime, watch)
+    if lost.is_set():
+        # The log is the other worker's to write now: nothing is recorded from here.
+        held = {lease.task_id: lease.worker_id for lease in runtime.store.workers.snapshot()[2]}
+        raise LeaseLost(
+            f"{task_id} was taken over by worker {held.get(task_id, 'another worker')} after this run's lease "
+            f"ran out: follow it with `agentd task show {task_id}`"
+        )
     if phase is None:
         _record(runtime, task_id)
     return phase
 
 
 async def _run(
-    runtime: Runtime, task_id: str, max_decisions: int | None, watch: Watch, stop_now: Callable[[], None]
+    runtime: Runtime, task_id: str, max_decisions: int | None, watch: Watch, stop_now: Callable[[], None],
+    lost: threading.Event,
 ) -> str | None:
     run_scope = anyio.CancelScope()
+
+    async def on_lost() -> None:
+        while not lost.is_set():
+            await anyio.sleep(LOST_POLL_S)
+        run_scope.cancel()
 
     async def on_ctrl_c() -> None:
         with anyio.open_signal_receiver(signal.SIGINT) as signals:
@@ -67,6 +88,7 @@ async def _run(
     failure: Exception | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(on_ctrl_c)
+        tg.start_soon(on_lost)
         try:
             with run_scope:
                 phase = await run_task(runtime, task_id, max_decisions=max_decisions)

@@ -464,10 +464,10 @@ def run(ctx: click.Context, app: App, task_id: str, max_decisions: int | None) -
     except InstanceLocked as e:
         raise InstanceLocked(f"{e}: follow this one with `agentd task show {task_id}`, or stop it first") from None
     try:
-        with foreground_lease(store, task_id, settings.lease_s):
+        with foreground_lease(store, task_id, settings.lease_s) as lost:
             runtime = open_runtime(settings, store)
             watch = runtime.progress = Watch(sys.stderr)
-            phase = run_in_foreground(runtime, task_id, max_decisions, watch)
+            phase = run_in_foreground(runtime, task_id, max_decisions, watch, lost)
     finally:
         lock.release()
     if phase is None:

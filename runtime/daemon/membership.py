@@ -51,17 +51,20 @@ class Membership:
 
 
 @contextlib.contextmanager
-def foreground_lease(store: EventStore, task_id: str, lease_s: float) -> Iterator[None]:
-    """Hold `task_id`'s lease while `agentd task run` runs it here, as a worker of its own.
+def foreground_lease(store: EventStore, task_id: str, lease_s: float) -> Iterator[threading.Event]:
+    """Hold `task_id`'s lease while `agentd task run` runs it here, as a worker of its own; the event
+    yielded is set once the lease is lost, and the run must then stop.
 
     On a database that other hosts serve, the data folder's run lock guards nothing there: without the
     lease a worker elsewhere would take the same task and both would decide for it. A SQLite file is
     served from one data folder, whose run lock is enough. The lease is renewed three times per
     `lease_s` and given back at the end; a process killed meanwhile leaves it to run out, and a worker
-    then resumes the task from its log.
+    then resumes the task from its log. A process that stalls past its lease finds at its next renewal
+    that a worker took the task over, as a serving worker does.
     """
+    lost = threading.Event()
     if store.engines.is_sqlite:
-        yield
+        yield lost
         return
     member = Membership(new_worker_id(), lease_s)
     table = store.workers
@@ -82,15 +85,20 @@ def foreground_lease(store: EventStore, task_id: str, lease_s: float) -> Iterato
     def renew() -> None:
         while not stop.wait(member.heartbeat_s):
             try:
-                table.heartbeat(member.worker_id, lease_s)
+                held = table.heartbeat(member.worker_id, lease_s)
             except AgentdError as e:
                 # The run's own appends go to the same database and fail for the same reason.
                 log.warning("lease not renewed", task_id=task_id, error=str(e))
+                continue
+            if task_id not in held:
+                log.warning("lease lost: another worker runs the task now", task_id=task_id)
+                lost.set()
+                return
 
     renewer = threading.Thread(target=renew, name="lease-renewal", daemon=True)
     renewer.start()
     try:
-        yield
+        yield lost
     finally:
         stop.set()
         renewer.join()
