@@ -13,9 +13,8 @@ from typing import TypeVar
 
 from sqlalchemy import Connection, create_engine, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import SQLAlchemyError
 
-from store.errors import StoreError
+from store.database import reading_or_writing
 from store.tables import blobs
 
 T = TypeVar("T")
@@ -51,10 +50,5 @@ class BlobTable:
         return found is not None
 
     def _run(self, fn: Callable[[Connection], T]) -> T:
-        try:
-            with self._engine.begin() as conn:
-                return fn(conn)
-        except SQLAlchemyError as e:
-            raise StoreError(
-                f"the database's artifact table could not be read or written: {e.__class__.__name__}: {e}"
-            ) from e
+        with reading_or_writing("the database's artifact table"), self._engine.begin() as conn:
+            return fn(conn)

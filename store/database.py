@@ -9,7 +9,7 @@ from typing import Iterator
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import NullPool, QueuePool
 
 from store.errors import DatabaseCorrupt, DatabaseLocked, StoreError
@@ -95,6 +95,16 @@ def translating(url: str) -> Iterator[None]:
         raise translate(e, url) from e
     except sqlite3.DatabaseError as e:
         raise translate(e, url) from e
+
+
+@contextlib.contextmanager
+def reading_or_writing(what: str) -> Iterator[None]:
+    """A database error inside (a server out of reach, a lost connection) as the one-line store error
+    that says `what` could not be read or written: the caller's to handle as any store failure."""
+    try:
+        yield
+    except SQLAlchemyError as e:
+        raise StoreError(f"{what} could not be read or written: {e.__class__.__name__}: {e}") from e
 
 
 def describe(url: str) -> str:

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, delete, insert, select, update
-from sqlalchemy.exc import SQLAlchemyError
 
+from store.database import reading_or_writing
 from store.errors import StoreError
 from store.tables import leases, workers
 
@@ -69,14 +69,11 @@ class WorkerTable:
             self._engine.dispose()
 
     def _run(self, fn: Callable[[Connection], T]) -> T:
-        try:
+        with reading_or_writing("the workers table"):
             if self._engine is None:
                 return self._write(fn)
             with self._engine.begin() as conn:
                 return fn(conn)
-        except SQLAlchemyError as e:
-            # A server out of reach or a lost connection: the caller's to handle as any store failure.
-            raise StoreError(f"the workers table could not be read or written: {e.__class__.__name__}: {e}") from e
 
     # -- a worker's own life --------------------------------------------------------------------
 
