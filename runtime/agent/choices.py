@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from runtime.agent import claims, context, goal, policy as policy_, proposal, removal, rules
+from runtime.agent import claims, context, goal, policy as policy_, proposal, removal, repetition, rules
 from runtime.agent.rules import NAMES_LEFT, names_left
 from runtime.agent.view import TaskView
 from runtime.artifacts import Fetch
@@ -127,10 +127,11 @@ def judge(
     if isinstance(action, proposal.CallTool) and action.tool in choices.contracts:
         adders = [n for n, c in choices.contracts.items() if c.changes == "path" and c.removes is None]
         replacers = [n for n, c in choices.contracts.items() if c.removes is not None and c.removes[0]]
+        contract = choices.contracts[action.tool]
         why = removal.refusal(
-            goal.own_words(view.transcript.request), choices.contracts[action.tool], action.arguments,
-            view.records, adders, fetch, replacers,
-        )
+            goal.own_words(view.transcript.request), contract, action.arguments, view.records, adders, fetch,
+            replacers,
+        ) or repetition.refusal(contract, action.arguments, view.records, fetch)
         if why is not None:
             raise proposal.Rejected(why)
     answer = action.answer if isinstance(action, proposal.FinalAnswer) else None
@@ -173,6 +174,7 @@ def _repeats(answer: str, choices: Choices, view: TaskView) -> bool:
         # A refusal copied past its opening words is agentd's words too: seen whole as an answer, "edit_file
         # failed: invalid_arguments; nothing was changed; answer saying what was done and what was not."
         or claims.copies(answer, (*choices.said, *view.rejections))
+        or claims.restates(answer, goal.own_words(view.transcript.request))
         or claims.is_data(answer)
     )
 

@@ -14,6 +14,7 @@ Two checks, both reading the task's events and the request's own instruction tex
 - An answer that copies agentd's own words (a tool's description, the instructions, the decision
   asked for) instead of answering. Seen: "Create or replace one text file in the workspace..." as the
   whole answer to "Create CONTRIBUTORS.txt listing Mila and Joost", with no file written.
+- An answer that is the request handed back, word for word or nearly (see `restates`).
 - An answer that is data, not a sentence: a JSON object or list, as a tool's result is written. Seen:
   `{"status": "ok", "lines": 124}` as the whole answer to a write task that had changed nothing.
 """
@@ -192,19 +193,36 @@ def _runs(text: str, n: int) -> set[tuple[str, ...]]:
 
 def copies(answer: str, texts: Iterable[str], n: int = RUN) -> bool:
     """Whether `answer` opens with, or mostly consists of, runs of `n` words copied from `texts`."""
+    return _copied(answer, texts, n, SHARE, opening=True)
+
+
+def restates(answer: str, request: str) -> bool:
+    """Whether `answer` is the request handed back: all but a word or two of it copied from the request
+    in runs of RUN words. Seen on the default model as whole answers: "Copy the first item of my todo
+    list (notes/todo.txt) into a new file next.txt.", and a rename's request word for word. An answer
+    that names what the request names in words of its own ("I renamed parse_records to gather_records")
+    is not one."""
+    return _copied(answer, (request,), RUN, RESTATED, opening=False)
+
+
+# The share of an answer's words copied from the request that makes it the request handed back.
+RESTATED = 0.9
+
+
+def _copied(answer: str, texts: Iterable[str], n: int, share: float, *, opening: bool) -> bool:
     words = _WORDS.findall(answer.lower())
     if len(words) < n:
         return False
     known: set[tuple[str, ...]] = set()
     for text in texts:
         known |= _runs(text, n)
-    if tuple(words[:n]) in known:
+    if opening and tuple(words[:n]) in known:
         return True
     covered = [False] * len(words)
     for i in range(len(words) - n + 1):
         if tuple(words[i : i + n]) in known:
             covered[i : i + n] = [True] * n
-    return sum(covered) >= SHARE * len(words)
+    return sum(covered) >= share * len(words)
 
 
 def is_data(answer: str) -> bool:

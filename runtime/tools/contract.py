@@ -82,6 +82,11 @@ class ToolContract(BaseModel):
         "places `runtime.tools.replacement` finds; A empty: the whole file is replaced by argument B. What a "
         "call would remove is then known before it runs",
     )
+    adds: str | None = Field(
+        None,
+        description="the argument whose lines a call adds to the file at `path`, keeping every line it has: what "
+        "a call would add is then known before it runs",
+    )
     needs: Literal["artifact", "skill"] | None = Field(
         None,
         description="what the task must hold before a call can do anything: an artifact_ref from an earlier "
@@ -119,6 +124,8 @@ class ToolContract(BaseModel):
             raise ValueError(f"{self.name}: summary fields {sorted(unknown)} are not output fields")
         if self.removes is not None and not {n for n in self.removes if n} <= set(self.input_model.model_fields):
             raise ValueError(f"{self.name}: removes names arguments the tool does not take: {self.removes}")
+        if self.adds is not None and self.adds not in self.input_model.model_fields:
+            raise ValueError(f"{self.name}: adds names an argument the tool does not take: {self.adds}")
         if self.changes == "path" and "path" not in self.input_model.model_fields:
             raise ValueError(f"{self.name}: changes='path' needs a `path` argument")
         if self.changes is not None and not {Effect.WRITE, Effect.EXTERNAL} & set(self.effects):

@@ -165,6 +165,7 @@ class AppendFile(Tool[AppendFileArgs, AppendFileOutput]):
         changes="path",
         # Twice adds the lines twice.
         idempotent=False,
+        adds="text",
         scope="workspace",
         timeout_s=10,
         preconditions=("the file exists",),

@@ -111,6 +111,19 @@ def test_a_claim_of_text_taken_out_is_unbacked_when_every_change_only_added_line
     assert claims.unbacked(answer, appended, {}.get) is None
 
 
+def test_the_request_handed_back_is_a_restatement_and_an_answer_in_its_own_words_is_not() -> None:
+    # Seen on the default model as whole answers on generated suites.
+    request = "Copy the first item of my todo list (notes/todo.txt) into a new file next.txt."
+    assert claims.restates(request, request)
+    assert claims.restates("Copy the first item of my todo list (notes/next.txt) into a new file next.txt.", request)
+    rename = "In helpers.py, rename the function parse_records to gather_records, and update where it is called."
+    assert claims.restates("rename the function parse_records to gather_records, and update where it is called.",
+                           rename)
+    assert not claims.restates("I renamed the function parse_records to gather_records in helpers.py.", rename)
+    assert not claims.restates("next.txt now holds the first item of the todo list: fix the login bug.", request)
+    assert not claims.restates("Done.", "Done.")
+
+
 def test_an_answer_made_of_a_tools_description_copies_it_and_one_that_shares_a_phrase_does_not() -> None:
     description = (
         "Create or replace one text file in the workspace with the given content, creating folders as needed. "

@@ -252,6 +252,36 @@ def test_an_answer_that_copies_a_tools_description_is_refused(store, data_dir, t
     assert (todo_workspace / "CONTRIBUTORS.txt").read_text() == "Mila\nJoost\n"
 
 
+def test_an_append_that_copies_the_files_lines_is_refused_and_nothing_is_added(store, data_dir, tmp_path) -> None:
+    ws = tmp_path / "project"
+    ws.mkdir()
+    rows = "id,item,stock\n540,clamps,39\n541,bolts,23\n"
+    (ws / "inventory.csv").write_text(rows)
+    task_id = todo_task(store, data_dir, ws, [
+        call("read_file", path="inventory.csv"),
+        call("append_file", path="inventory.csv", text="540,clamps,39\n541,bolts,23\n548,dowels,5\n"),
+        # The retry is not offered the refused tool (rules.not_the_refused_again): the row goes in by an edit.
+        call("edit_file", path="inventory.csv", old="541,bolts,23", new="541,bolts,23\n548,dowels,5"),
+        answer("I added the row for dowels."),
+    ], goal="Add a row to inventory.csv: id 548, item dowels, stock 5.")
+    [rejected] = events(store, task_id, ProposalRejected)
+    assert "which it already has: give text only the new lines the request asks for" in rejected.error
+    assert (ws / "inventory.csv").read_text() == rows + "548,dowels,5\n"
+
+
+def test_the_request_handed_back_as_the_answer_is_refused(store, data_dir, todo_workspace) -> None:
+    goal = "Copy the first item of my todo list (todo.txt) into a new file next.txt."
+    task_id = todo_task(store, data_dir, todo_workspace, [
+        call("read_file", path="todo.txt"),
+        call("write_file", path="next.txt", content="- buy milk\n"),
+        answer(goal),
+        answer("next.txt now holds the first item, buy milk."),
+    ], goal=goal)
+    [rejected] = events(store, task_id, ProposalRejected)
+    assert "repeats what you were told" in rejected.error
+    assert events(store, task_id, AnswerGiven)[0].answer == "next.txt now holds the first item, buy milk."
+
+
 def test_a_result_handed_back_as_the_answer_is_refused_and_on_the_last_try_fails_a_task_that_changed_nothing(
     store, data_dir, todo_workspace
 ) -> None:

@@ -678,6 +678,8 @@ def test_contracts_reject_loose_inputs_and_shadowing_outputs() -> None:
         ToolContract(input_model=NArgs, output_model=Shadow, **base)
     with pytest.raises(ValidationError, match="not output fields"):
         ToolContract(input_model=NArgs, output_model=NOut, summary_fields=("nope",), **base)
+    with pytest.raises(ValidationError, match="adds names an argument the tool does not take: nope"):
+        ToolContract(input_model=NArgs, output_model=NOut, adds="nope", **base)
 
 
 # --- shell ------------------------------------------------------------------------------------------------
