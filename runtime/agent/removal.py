@@ -67,8 +67,6 @@ def _tokens(text: str) -> list[str]:
     return [t.strip(".-/") for t in _TOKEN.findall(text.lower()) if t.strip(".-/")]
 
 
-
-
 def removed(contract: ToolContract, arguments: Mapping[str, Any], known: str | None) -> tuple[list[str], list[str]]:
     """The lines a call would take out of its file, and the lines it would put in. `known` is the
     file's content as the task's log last left it: where it is known, the call's effect on the whole
