@@ -56,6 +56,8 @@ TYPO = 0.8
 # The shortest word that names a line whose words all stay: "send", "bold", not "the" or "my".
 NAMING = 4
 MARKER = "which the request does not touch"
+# A line of this many tokens, none left after the change, was deleted (a lone value, "8080", may be replaced).
+DELETED = 2
 SHOWN = 3
 
 
@@ -108,6 +110,13 @@ def untouched(request: str, gone: Sequence[str], added: Sequence[str]) -> list[s
     lost_lines = []
     for line in gone:
         tokens = _tokens(line)
+        if len(tokens) >= DELETED and not any(t in put for t in tokens):
+            # Nothing of the line is left anywhere: deleted, not changed, and only a request that asks for
+            # lines to go deletes one. Its words named by the request say nothing then: seen on the
+            # default model, "Add a row: id 553, date ..., station ..." named every word of the CSV
+            # file's header, and the file was written back without it.
+            lost_lines.append(line)
+            continue
         for i, token in enumerate(tokens):
             if token in put:
                 continue

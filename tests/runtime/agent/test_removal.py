@@ -180,3 +180,18 @@ def test_a_line_the_request_names_may_change_its_form() -> None:
     assert removal.refusal("Make the survey item bold in notes/todo.txt", EditFile.contract,
                            {"path": "notes/todo.txt", "old": "- send the survey", "new": "- **send the survey**"},
                            _log(READ_LIST)) is None
+
+
+def test_a_line_deleted_whole_is_a_loss_even_when_the_request_names_each_of_its_words() -> None:
+    # Seen on the default model on an unseen suite: the request named every column of the CSV file's header,
+    # and the file was written back without the header.
+    rows = "id,date,station,millimetres,recorded_by\n547,2026-12-07,Elmstead,28,Ravi\n"
+    read = ToolCallExecuted(call_id="c1", tool="read_file", status="ok",
+                            observation={"path": "rainfall.csv", "content": rows})
+    request = "Add a row to rainfall.csv: id 553, date 2026-12-01, station Carrow, millimetres 5, recorded_by Ravi."
+    why = removal.refusal(request, WriteFile.contract, {"path": "rainfall.csv", "content": rows.split("\n", 1)[1]},
+                          _log(read))
+    assert why is not None and "'id,date,station,millimetres,recorded_by'" in why
+    # A lone value may be replaced by another.
+    assert removal.refusal("Change 8080 to 9090 in ports.txt", EditFile.contract,
+                           {"path": "ports.txt", "old": "8080", "new": "9090"}, []) is None
