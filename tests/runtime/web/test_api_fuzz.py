@@ -14,7 +14,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 from runtime.agent.profiles import WORKSPACE
-from runtime.web.api import Api, openapi_document
+from runtime.web.api import BODY_MAX, Api, openapi_document
 from runtime.web.app import create_app
 
 TOKEN = "fuzz-token"
@@ -66,4 +66,10 @@ def base_url(tmp_path_factory) -> str:
 @schema.parametrize()
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 def test_no_request_the_document_allows_or_refuses_gets_a_500_or_an_answer_it_does_not_describe(case, base_url):
-    case.call_and_validate(base_url=base_url)
+    response = case.call(base_url=base_url)
+    if response.status_code == 413:
+        # A body over the limit is refused before it is read, as the document says (413): a refusal the
+        # negative-data check does not count as one (it once failed on a 120 KB goal). Over the limit it must be.
+        assert len(response.request.body or b"") > BODY_MAX
+        return
+    case.validate_response(response)
