@@ -376,22 +376,14 @@ def full_disk_daemon(root: str, model_url: str, full: str) -> dict:
 
 @pytest.fixture
 def scripted_model(tmp_path: Path) -> Iterator[str]:
-    from tests.helpers import wait_for_port
+    from tests.helpers.daemon import scripted_endpoint
 
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"delay_s": 0.2, "replies": [
+    with scripted_endpoint(tmp_path, [
         {"action": "call_tool", "tool": "fill_disk", "arguments": {}, "reason": "r"},
         # Not "Done.": fill_disk writes outside the workspace, so no file change backs a claim of one.
         {"action": "final_answer", "answer": "fill_disk has answered.", "sources": []},
-    ]}))
-    port = free_port()
-    model = subprocess.Popen([sys.executable, "-m", "tests.helpers.model_server", str(port), str(script)], cwd=REPO)
-    try:
-        wait_for_port(port)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        model.kill()
-        model.wait()
+    ], delay_s=0.2) as url:
+        yield url
 
 
 @pytest.mark.slow
