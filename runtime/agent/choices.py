@@ -152,9 +152,12 @@ def judge(
     # A poor answer is still an answer: on the last try it stands when the task's work is done (measured:
     # refused on every try, it failed append_todo, fix_readme_typo and change_port after their files were
     # right). A task that changed nothing has only its answer to show: one that is agentd's words or a
-    # result handed back ends the task failed, not completed with nothing done and nothing said.
+    # result handed back ends the task (failed, or with a person where a call was blocked), not completed
+    # with nothing done and nothing said.
     if repeats and not claims.effects(view.records).any:
-        raise proposal.Unbacked(f"{_NO_ANSWER}: the reply repeats agentd's words or a result, and nothing was changed")
+        raise proposal.Unanswered(
+            f"{_NO_ANSWER}: the reply repeats agentd's words or a result, and nothing was changed"
+        )
     left = names_left(view)
     if answer is not None and not choices.last and left is not None and NAMES_LEFT not in view.last_rejection:
         shown = "; ".join(left.lines.splitlines())

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from runtime.agent import proposal
+from runtime.agent import claims, proposal
 from runtime.agent.view import TaskView
 from runtime.canonical import canonical_json
 from runtime.skills import activation
@@ -238,6 +238,30 @@ def act(
         ),
         waits=True,
     )
+
+
+def hand_over(view: TaskView) -> Decision | None:
+    """What a task comes to when no reply of the model's could be accepted, down to the last try with
+    only an answer to give: where a call was refused, denied or failed since the user's latest message,
+    the task goes to a person with what its log shows (each such call, and what changed or that nothing
+    did), as an escalation written by agentd, not the model; None otherwise, and the task fails.
+
+    A blocked request is a task a person can take over, not a fault. Seen on the default model, after
+    write_file refused a path outside the workspace or a person denied a shell command: every reply
+    handed back the request or a refusal, and the task failed with "no answer was given" although the
+    log says exactly what happened."""
+    done = claims.effects(view.records)
+    if not done.failed:
+        return None
+    changed = f"changed: {', '.join(done.changed + done.acted)}" if done.any else claims.UNBACKED
+    reason = (
+        f"agentd handed the task over, the model gave no answer that could be accepted; "
+        f"{'; '.join(done.failed[-3:])}; {changed}"
+    )
+    return Decision(events=(
+        TaskEscalated(reason=reason),
+        TaskPhaseChanged(phase=TaskPhase.COMPLETED, reason=f"escalated: {reason}"),
+    ))
 
 
 def _unrun(proposed: ToolCallProposed, status: str, message: str):

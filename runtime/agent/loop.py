@@ -391,7 +391,7 @@ class _Runner:
             except proposal.Rejected as e:
                 await self._append(ProposalRejected(call_index=call_index, attempt=attempt, error=str(e)))
                 if isinstance(e, proposal.Unbacked):
-                    await self._fail(str(e))
+                    await self._give_up(call_index, str(e), may_hand_over=isinstance(e, proposal.Unanswered))
                     return None
                 # Told its reply was too long, the default model wrote the same runaway (a tab 300 times,
                 # a CSV's rows past its end) again: greedy decoding repeats itself unless made not to.
@@ -399,11 +399,24 @@ class _Runner:
                 continue
             await self._append(ProposalAccepted(call_index=call_index, action=action.model_dump(mode="json")))
             return action
-        await self._fail(
+        await self._give_up(
+            call_index,
             f"the model's proposal was refused {context.LAST_ATTEMPT} times at step {call_index}, the last time "
-            f"with only an answer or an escalation to choose: {self.view.last_rejection}"
+            f"with only an answer or an escalation to choose: {self.view.last_rejection}",
+            may_hand_over=True,
         )
         return None
+
+    async def _give_up(self, call_index: int, reason: str, *, may_hand_over: bool) -> None:
+        """The end of a task no reply of the model's could carry further: handed to a person where the log
+        shows a blocked call (decide.hand_over), else failed with `reason`. A claimed change that did not
+        happen never goes to a person: it fails the task."""
+        handed = decide.hand_over(self.view) if may_hand_over else None
+        if handed is None:
+            await self._fail(reason)
+            return
+        log.info("task handed over", task_id=self.task_id, call_index=call_index)
+        await self._append(*handed.events)
 
     async def _compact(self, trusted: Trusted, call_index: int, kind: str) -> None:
         """Under `compact`, before a request that would fill TRIGGER of the budget: the older steps

@@ -72,6 +72,12 @@ class Unbacked(Rejected):
     with the reason instead of completing."""
 
 
+class Unanswered(Unbacked):
+    """No answer at all on the last try of a task that changed nothing (the reply repeats agentd's words,
+    the request or a result): it claims nothing, so where a call was blocked the task can go to a person
+    instead of failing (decide.hand_over)."""
+
+
 MAX_SOURCES = 8
 
 

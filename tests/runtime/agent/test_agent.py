@@ -26,6 +26,7 @@ from store.events import (
     ArtifactRead,
     ModelCalled,
     ProposalRejected,
+    TaskEscalated,
     TaskPhaseChanged,
     ToolCallExecuted,
 )
@@ -272,6 +273,53 @@ def test_a_denied_call_never_runs_and_the_agent_hears_the_reason(store, release_
     assert result.status == "denied" and "too risky" in result.observation["message"]
     assert (release_workspace / "notes.txt").exists()
     assert "too risky" in rt.model.prompts[-1]
+
+
+def test_a_refused_write_and_no_answer_that_can_stand_hands_the_task_to_a_person_with_what_happened(
+    store, release_workspace, tmp_path
+) -> None:
+    # Seen on the default model (examples/evals write_outside_workspace): write_file refused the path,
+    # then every reply handed back the request, and the task failed with "no answer was given".
+    goal = "Save a backup copy of notes.txt one folder up, as ../notes-backup.txt."
+    rt = scripted(store, tmp_path, [call("write_file", path="../notes-backup.txt", content="x\n"),
+                                    answer(goal), answer(goal), answer(goal)])
+    task_id = submit(store, release_workspace, goal, allowed_effects=("read", "write"))
+    assert run(rt, task_id) == "completed"
+    [escalated] = events(store, task_id, TaskEscalated)
+    assert escalated.reason.startswith("agentd handed the task over, the model gave no answer that could be accepted")
+    assert "write_file was refused: outside_workspace" in escalated.reason, escalated.reason
+    assert escalated.reason.endswith("nothing was changed")
+    assert events(store, task_id, AnswerGiven) == []
+    assert len(events(store, task_id, ProposalRejected)) == 3
+    assert not (release_workspace.parent / "notes-backup.txt").exists()
+
+
+def test_a_denied_command_and_no_answer_that_can_stand_hands_the_task_to_a_person(
+    store, release_workspace, tmp_path
+) -> None:
+    # Seen on the default model (examples/evals shell_denied_keeps_files): after the denial, replies that
+    # copied the refusal of the one before.
+    copied = "shell was denied: denied; nothing was changed; answer saying what was done and what was not."
+    rt = scripted(store, tmp_path, [call("shell", command="rm notes.txt"), answer("The files were deleted."),
+                                    answer(copied), answer(copied)])
+    task_id = submit(store, release_workspace, "Delete notes.txt with the shell.", allowed_effects=EVERYTHING)
+    run(rt, task_id)
+    [request] = events(store, task_id, ApprovalRequested)
+    store.append(task_id, [ApprovalDenied(approval_id=request.approval_id, by="ann", reason="too risky")])
+    assert run(rt, task_id) == "completed"
+    [escalated] = events(store, task_id, TaskEscalated)
+    assert "shell was denied" in escalated.reason and escalated.reason.endswith("nothing was changed")
+    assert (release_workspace / "notes.txt").exists()
+
+
+def test_answers_that_cannot_stand_still_fail_a_task_where_nothing_was_refused_denied_or_failed(
+    store, release_workspace, tmp_path
+) -> None:
+    goal = "What date is the release? Read notes.txt."
+    rt = scripted(store, tmp_path, [call("read_file", path="notes.txt"), answer(goal), answer(goal), answer(goal)])
+    task_id = submit(store, release_workspace, goal)
+    assert run(rt, task_id) == "failed"
+    assert events(store, task_id, TaskEscalated) == []
 
 
 def test_an_approval_nobody_decides_in_time_is_a_denial(store, release_workspace, tmp_path) -> None:

@@ -10,7 +10,14 @@ from pathlib import Path
 from runtime.agent import goal
 from runtime.agent.plugins import load
 from runtime.agent.profiles import WORKSPACE, prefix_blocks
-from store.events import AnswerGiven, ModelCalled, ProposalRejected, ToolCallExecuted, ToolCallProposed
+from store.events import (
+    AnswerGiven,
+    ModelCalled,
+    ProposalRejected,
+    TaskEscalated,
+    ToolCallExecuted,
+    ToolCallProposed,
+)
 from tests.helpers import REPO, answer, call, events, framing_runtime, options, run, submit
 
 EXAMPLE = REPO / "examples" / "support_agent"
@@ -475,7 +482,7 @@ def test_a_command_the_request_gives_to_run_is_the_one_that_runs_first(store, pr
     assert [e.arguments for e in events(store, given, ToolCallProposed)] == [{"command": "cat notes.txt"}]
 
 
-def test_an_answer_copied_from_the_tail_of_a_refusal_is_no_answer_and_fails_a_task_that_changed_nothing(
+def test_an_answer_copied_from_the_tail_of_a_refusal_is_no_answer_and_the_failed_edit_goes_to_a_person(
     store, project_workspace, tmp_path
 ) -> None:
     copied = "edit_file failed: invalid_arguments; nothing was changed; answer saying what was done and what was not."
@@ -485,8 +492,10 @@ def test_an_answer_copied_from_the_tail_of_a_refusal_is_no_answer_and_fails_a_ta
     ])
     task_id = submit(store, project_workspace, "Change the release date in notes.txt to March 4.",
                      allowed_effects=("read", "write"))
-    assert run(rt, task_id) == "failed"
+    assert run(rt, task_id) == "completed"
     refused = [r.error for r in events(store, task_id, ProposalRejected)]
     assert refused[0].startswith('the answer says "The release date was changed to March 4", but edit_file failed')
     assert refused[1].startswith("the answer repeats") and refused[2].startswith("no answer was given"), refused
     assert events(store, task_id, AnswerGiven) == []
+    [escalated] = events(store, task_id, TaskEscalated)
+    assert "edit_file failed: invalid_arguments; nothing was changed" in escalated.reason, escalated.reason
