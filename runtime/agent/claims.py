@@ -1,6 +1,6 @@
 """What an answer claims, checked in code against what the task recorded and what it was told.
 
-Two checks, both reading the task's events and the request's own instruction texts, never the case:
+The checks read the task's events and the request's own instruction texts, never the case:
 
 - An answer that reports a change (a file created, changed, added, fixed, renamed, bumped, deleted,
   written, a command run, or the request as a whole done) when the task, since the user's latest
@@ -11,6 +11,10 @@ Two checks, both reading the task's events and the request's own instruction tex
   when every change the task made only added lines. Seen on the default model on an unseen suite: asked
   to rename a function, it appended a second function under the new name and answered that the function
   "was renamed to gather_records and updated where it is called".
+- An answer that names the text it took out ("corrected 'recieve' to 'receive'", "changed the port
+  from 8080 to 9090") when that text is, in every file the task changed that had it, there as often
+  as before (see `taken_out`, `still_there`). Seen on the default model: a typo "corrected" with the
+  typo still in README.md.
 - An answer that copies agentd's own words (a tool's description, the instructions, the decision
   asked for) instead of answering. Seen: "Create or replace one text file in the workspace..." as the
   whole answer to "Create CONTRIBUTORS.txt listing Mila and Joost", with no file written.
@@ -102,17 +106,19 @@ class Effects:
         return bool(self.changed or self.acted)
 
 
+def since_message(records: Sequence[Recorded]) -> Sequence[Recorded]:
+    """The task's events from its latest user message on: what an answer to that message may claim."""
+    start = max((i for i, r in enumerate(records) if isinstance(r.event, (TaskSubmitted, UserSaid))), default=0)
+    return records[start:]
+
+
 def effects(records: Sequence[Recorded]) -> Effects:
     """The task's effects since its latest user message, read from its events."""
-    start = 0
-    for i, rec in enumerate(records):
-        if isinstance(rec.event, (TaskSubmitted, UserSaid)):
-            start = i
     changing: dict[str, frozenset[str]] = {}
     changed: list[str] = []
     acted: list[str] = []
     failed: list[str] = []
-    for rec in records[start:]:
+    for rec in since_message(records):
         e = rec.event
         if isinstance(e, ToolCallStarted):
             changing[e.call_id] = frozenset(e.effects) & {"write", "external"}
@@ -140,13 +146,23 @@ def unbacked(answer: str, records: Sequence[Recorded], fetch: Fetch | None = Non
     if not done.any:
         why = "; ".join(done.failed[-2:]) if done.failed else "no tool changed anything"
         return f'the answer says "{_clip(claimed[0][0])}", but {why}; {UNBACKED}'
-    taking = next((clause for clause, verb in claimed if verb in _TAKING), None)
-    if taking is None or done.acted or not _only_added(records, fetch):
+    if done.acted:
         return None
-    return (
-        f'the answer says "{_clip(taking)}", but the task only added lines to {", ".join(done.changed)}; '
-        f"nothing in them was replaced or removed, so {UNBACKED}"
-    )
+    taking = next((clause for clause, verb in claimed if verb in _TAKING), None)
+    if taking is not None and _only_added(records, fetch):
+        return (
+            f'the answer says "{_clip(taking)}", but the task only added lines to {", ".join(done.changed)}; '
+            f"nothing in them was replaced or removed, so {UNBACKED}"
+        )
+    for clause, _ in claimed:
+        kept = still_there(taken_out(clause), records, fetch)
+        if kept is not None:
+            text, path = kept
+            return (
+                f'the answer says "{_clip(clause)}", but {path} has "{_clip(text, 40)}" as often as before the '
+                f"task: where it stands, {UNBACKED}"
+            )
+    return None
 
 
 # The words every unbacked claim's reason ends with: a second claim after one is refused fails the task.
@@ -158,8 +174,7 @@ def _only_added(records: Sequence[Recorded], fetch: Fetch | None) -> bool:
     change's bytes are not to be found (nothing can be said of it)."""
     if fetch is None:
         return False
-    start = max((i for i, r in enumerate(records) if isinstance(r.event, (TaskSubmitted, UserSaid))), default=0)
-    for rec in records[start:]:
+    for rec in since_message(records):
         e = rec.event
         if not isinstance(e, FileChanged) or e.before_sha256 is None:
             continue
@@ -171,6 +186,80 @@ def _only_added(records: Sequence[Recorded], fetch: Fetch | None) -> bool:
         if Counter(before.splitlines()) - Counter(after.splitlines()):
             return False
     return True
+
+
+# Quoted text, in the quotes a reply uses.
+_QUOTED = r"""['"`\u2018\u201c]([^'"`\u2019\u201d\n]{1,80})['"`\u2019\u201d]"""
+# The text a clause says went out: "from X to Y", or a quoted 'X' to, with or into Y (Y in the second
+# group), or a quoted 'X' right after the verb ("removed 'debug'", "fixed the typo 'recieve'"). A bare
+# word before "to" is not read: in "bumped the version to 0.8.0" it is what changed, not what went.
+_SWAP = re.compile(
+    rf"\bfrom\s+(?:{_QUOTED}|([^\s,;'\"`]+))\s+(?:to|into)\s+(?:{_QUOTED}|([^\s,;]+))"
+    rf"|{_QUOTED}\s+(?:to|with|into|by|->|\u2192)\s+(?:{_QUOTED}|([^\s,;]+))"
+    rf"|\b(?:{'|'.join(sorted(_TAKING))})\s+(?:[\w-]+\s+){{0,3}}?{_QUOTED}(?!\s+(?:to|with|into|by)\b)",
+    re.IGNORECASE,
+)
+
+
+# A verb that puts text in: a quoted text after it ("added 'x' to todo.txt") went in, not out.
+_PUTTING = re.compile(r"\b(?:add|append|insert|writ|wrote|put|sav|creat|cop(?:y|i)|mov)\w*", re.IGNORECASE)
+_SWAPPING = re.compile(
+    rf"\b(?:{'|'.join(sorted(_TAKING))}|chang\w*|updat\w*|modif\w*|edit\w*|set|turn\w*|replac\w*|renam\w*|"
+    r"fix\w*|correct\w*)\b",
+    re.IGNORECASE,
+)
+
+
+def taken_out(clause: str) -> list[tuple[str, str | None]]:
+    """The texts `clause` says were taken out, each with the text it says took its place (None: removed)."""
+    out = []
+    for m in _SWAP.finditer(clause):
+        before = clause[: m.start()]
+        putting = [p.start() for p in _PUTTING.finditer(before)]
+        swapping = [p.start() for p in _SWAPPING.finditer(before)]
+        if putting and (not swapping or putting[-1] > swapping[-1]):
+            continue
+        g = m.groups()
+        old = g[0] or g[1] or g[4] or g[7]
+        new = g[2] or g[3] or g[5] or g[6] if not g[7] else None
+        if old and old.strip():
+            out.append((old.strip(), new.strip().rstrip(".") if new else None))
+    return out
+
+
+def still_there(
+    swaps: Sequence[tuple[str, str | None]], records: Sequence[Recorded], fetch: Fetch | None
+) -> tuple[str, str] | None:
+    """The first text a clause says went out that is, in every file the task changed that had it before,
+    there as often after the task's changes as before them, with that file's path; None when each went
+    from somewhere, or nothing can be said (the text was in no file the task changed, the new text holds
+    the old one, the bytes are not to be found)."""
+    if fetch is None:
+        return None
+    first: dict[str, str | None] = {}
+    last: dict[str, str | None] = {}
+    for rec in since_message(records):
+        e = rec.event
+        if isinstance(e, FileChanged):
+            first.setdefault(e.path, e.before_sha256)
+            last[e.path] = e.after_sha256
+    for old, new in swaps:
+        if new is not None and old in new:
+            continue
+        kept = None
+        for path, before_sha in first.items():
+            before = fetch(before_sha) if before_sha else None
+            if before is None or old.encode() not in before:
+                continue
+            after_sha = last[path]
+            after = fetch(after_sha) if after_sha else b""
+            if after is None or after.count(old.encode()) < before.count(old.encode()):
+                kept = None
+                break
+            kept = kept or (old, path)
+        if kept is not None:
+            return kept
+    return None
 
 
 def _clip(text: str, n: int = 80) -> str:

@@ -111,6 +111,40 @@ def test_a_claim_of_text_taken_out_is_unbacked_when_every_change_only_added_line
     assert claims.unbacked(answer, appended, {}.get) is None
 
 
+README = b"# tidy\n\nYou will recieve a mail.\nInstall: pip install tidy-tasks\n"
+
+
+def test_a_claim_that_names_the_text_it_took_out_is_unbacked_when_that_text_is_still_there() -> None:
+    # Seen on the default model (examples/evals fix_readme_typo): "corrected" answered with the typo still
+    # in README.md, after an edit of another line.
+    other, stored = _changed(README, README.replace(b"tidy-tasks", b"tidy_tasks"))
+    answer = "I corrected 'recieve' to 'receive' in README.md."
+    why = claims.unbacked(answer, other, stored.get)
+    assert why is not None and why.endswith("nothing was changed"), why
+    assert 'but helpers.py has "recieve" as often as before the task' in why
+    fixed, stored_fixed = _changed(README, README.replace(b"recieve", b"receive"))
+    assert claims.unbacked(answer, fixed, stored_fixed.get) is None
+    # The other forms a report takes: "from X to Y", a quoted text after the verb.
+    assert claims.unbacked("The typo was fixed by changing \"recieve\" to \"receive\".", other, stored.get)
+    assert claims.unbacked("I fixed the typo `recieve` in README.md.", other, stored.get)
+    assert claims.unbacked("The word was changed from recieve to receive.", other, stored.get)
+
+
+@pytest.mark.parametrize("answer", [
+    # A bare word before "to" is what changed, not what went out.
+    "I bumped the version to 0.8.0 and fixed the install line.",
+    # A text put in, not taken out.
+    "I fixed the install line and added 'recieve' to the glossary.",
+    # The new text holds the old one: its count cannot tell.
+    "I replaced 'recieve' with 'recieve and read'.",
+    # A text that was in no file the task changed.
+    "I corrected 'teh' to 'the'.",
+])
+def test_a_claim_of_text_taken_out_that_the_files_cannot_contradict_stands(answer: str) -> None:
+    other, stored = _changed(README, README.replace(b"tidy-tasks", b"tidy_tasks"))
+    assert claims.unbacked(answer, other, stored.get) is None
+
+
 def test_the_request_handed_back_is_a_restatement_and_an_answer_in_its_own_words_is_not() -> None:
     # Seen on the default model as whole answers on generated suites.
     request = "Copy the first item of my todo list (notes/todo.txt) into a new file next.txt."

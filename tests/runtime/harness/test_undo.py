@@ -224,6 +224,27 @@ def test_a_rename_claimed_after_only_an_append_is_refused_and_then_fails_the_tas
     assert events(store, task_id, AnswerGiven) == []
 
 
+def test_a_typo_claimed_fixed_while_it_is_still_there_is_refused_and_the_retry_fixes_it(
+    store, data_dir, tmp_path
+) -> None:
+    # Seen on the default model (examples/evals fix_readme_typo): "corrected" answered with the typo still
+    # in README.md.
+    ws = tmp_path / "project"
+    ws.mkdir()
+    (ws / "README.md").write_text("# tidy\n\nYou will recieve a mail.\nInstall: pip install tidy-tasks\n")
+    task_id = todo_task(store, data_dir, ws, [
+        call("read_file", path="README.md"),
+        call("edit_file", path="README.md", old="# tidy", new="# Tidy"),
+        answer("I corrected 'recieve' to 'receive' in README.md."),
+        call("edit_file", path="README.md", old="recieve", new="receive"),
+        answer("The typo is fixed: README.md says 'receive' now, and the title is Tidy."),
+    ], goal="README.md has a spelling mistake: 'recieve'. Please fix it, and make the title tidy start with a capital.")
+    [rejected] = events(store, task_id, ProposalRejected)
+    assert 'README.md has "recieve" as often as before the task' in rejected.error, rejected.error
+    assert events(store, task_id, TaskPhaseChanged)[-1].phase == "completed"
+    assert (ws / "README.md").read_text() == "# Tidy\n\nYou will receive a mail.\nInstall: pip install tidy-tasks\n"
+
+
 def test_an_honest_answer_after_a_refused_claim_completes_the_task(store, data_dir, tmp_path) -> None:
     ws = tmp_path / "project"
     ws.mkdir()
