@@ -253,10 +253,11 @@ def hand_over(view: TaskView) -> Decision | None:
     done = claims.effects(view.records)
     if not done.failed:
         return None
-    changed = f"changed: {', '.join(done.changed + done.acted)}" if done.any else claims.UNBACKED
+    done_ = [f"changed {', '.join(done.changed)}"] if done.changed else []
+    done_ += [f"ran {', '.join(dict.fromkeys(done.acted))}"] if done.acted else []
     reason = (
         f"agentd handed the task over, the model gave no answer that could be accepted; "
-        f"{'; '.join(done.failed[-3:])}; {changed}"
+        f"{'; '.join(done.failed[-3:])}; {', '.join(done_) or claims.UNBACKED}"
     )
     return Decision(events=(
         TaskEscalated(reason=reason),

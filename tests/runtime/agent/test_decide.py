@@ -14,8 +14,10 @@ from store.events import (
     ApprovalDenied,
     ApprovalGranted,
     ApprovalRequested,
+    FileChanged,
     Recorded,
     SkillActivated,
+    TaskEscalated,
     TaskPhase,
     TaskPhaseChanged,
     TaskSubmitted,
@@ -149,3 +151,37 @@ def test_an_answer_completes_the_task_and_a_skill_is_taken_in_as_the_one_side_ef
     assert answered.events[1].phase == TaskPhase.COMPLETED and answered.effect is None
     skill = decide.act(view_of(), 4, proposal.ActivateSkill(action="activate_skill", skill="deployer"), None, POLICY)
     assert skill == Decision(effect=TakeInSkill("deployer", 4))
+
+
+# -- a task no reply could carry further ---------------------------------------------------------
+
+
+def _run(call_id: str, tool: str, effects: tuple[str, ...], status: str, error: str | None = None) -> list:
+    observation = {"error": error} if error else {}
+    return [ToolCallStarted(call_id=call_id, tool=tool, idempotent=True, effects=effects),
+            ToolCallExecuted(call_id=call_id, tool=tool, status=status, observation=observation)]
+
+
+def test_a_task_with_no_blocked_call_is_not_handed_over() -> None:
+    assert decide.hand_over(view_of(*_run("c1", "read_file", ("read",), "ok"))) is None
+    # A read that failed meant to change nothing: there is nothing for a person to take over.
+    assert decide.hand_over(view_of(*_run("c1", "read_file", ("read",), "error", "not_found"))) is None
+
+
+def test_a_refused_write_hands_the_task_over_saying_nothing_was_changed() -> None:
+    d = decide.hand_over(view_of(*_run("c1", "write_file", ("write",), "refused", "outside_workspace")))
+    assert d is not None
+    escalated, ended = d.events
+    assert isinstance(escalated, TaskEscalated) and escalated.reason == (
+        "agentd handed the task over, the model gave no answer that could be accepted; "
+        "write_file was refused: outside_workspace; nothing was changed"
+    )
+    assert ended.phase is TaskPhase.COMPLETED and ended.reason == f"escalated: {escalated.reason}"
+
+
+def test_a_hand_over_names_what_the_task_did_change() -> None:
+    started, executed = _run("c1", "append_file", ("write",), "ok")
+    changed = FileChanged(call_id="c1", path="todo.txt", before_sha256="a" * 64, after_sha256="b" * 64)
+    view = view_of(started, changed, executed, *_run("c2", "edit_file", ("write",), "error", "text_not_found"))
+    d = decide.hand_over(view)
+    assert d is not None and d.events[0].reason.endswith("edit_file failed: text_not_found; changed todo.txt")
