@@ -98,13 +98,17 @@ def _difference(before: str, after: str) -> tuple[list[str], list[str]]:
     return list((was - now).elements()), list((now - was).elements())
 
 
-def untouched(request: str, gone: Sequence[str], added: Sequence[str]) -> list[str]:
+def untouched(
+    request: str, gone: Sequence[str], added: Sequence[str], known: str | None = None
+) -> list[str]:
     """The removed lines the request does not touch. Each token a line loses (one the lines put in its
     place do not have) must be named by the request, be corrected (a word put in its place is nearly the
     same), or be the value of a field the request names (the token before it: "port" in "port = 8080",
     "version" in "version: 0.7.4"). Two records of one list look alike ('{"name": "Marta", ...}' and
-    '{"name": "Tomas", ...}' are 0.86 alike as text), so a line's likeness alone says nothing."""
+    '{"name": "Tomas", ...}' are 0.86 alike as text), so a line's likeness alone says nothing. `known` is
+    the file as it was, whose other lines a line may have been joined with."""
     asked = set(_WORD.findall(request.lower()))
+    others = [line for line in (_lines(known) if known is not None else gone) if len(_tokens(line)) >= DELETED]
     put = {t for line in added for t in _tokens(line)}
     words_put = {w for t in put for w in _WORD.findall(t)}
     lost_lines = []
@@ -134,11 +138,19 @@ def untouched(request: str, gone: Sequence[str], added: Sequence[str]) -> list[s
             # another line. Unless the request names the line by a word of it (one that can name
             # something: "the" and "to" cannot), that is a change nobody asked for (seen: an add request
             # wrote the list back without its "- " markers).
-            if all(t in put for t in tokens) and not any(
+            # A line put in one line with another of the file's is not named by any word, whichever the
+            # request names: seen on the default model on an unseen suite, "Add a row: ..., observer Mila"
+            # and an edit that joined the other seven rows onto the first one, whose observer was Mila too.
+            if all(t in put for t in tokens) and (_joined(line, added, others) or not any(
                 len(w) >= NAMING and w in asked for t in tokens for w in _WORD.findall(t)
-            ):
+            )):
                 lost_lines.append(line)
     return lost_lines
+
+
+def _joined(line: str, added: Sequence[str], others: Sequence[str]) -> bool:
+    """Whether a line put in holds `line` and another of the file's lines as well."""
+    return any(line in new and any(other != line and other in new for other in others) for new in added)
 
 
 def known_content(records: Sequence[Recorded], path: str, fetch: Fetch | None = None) -> str | None:
@@ -207,8 +219,9 @@ def refusal(
     own = own_lines(records, path)
     if own is None:
         return None
-    gone, added = removed(contract, arguments, known_content(records, path, fetch))
-    lost = untouched(request, [line for line in gone if line not in own], added)
+    known = known_content(records, path, fetch)
+    gone, added = removed(contract, arguments, known)
+    lost = untouched(request, [line for line in gone if line not in own], added, known)
     if not lost:
         return None
     shown = ", ".join(repr(line) for line in lost[:SHOWN])

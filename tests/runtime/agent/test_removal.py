@@ -195,3 +195,26 @@ def test_a_line_deleted_whole_is_a_loss_even_when_the_request_names_each_of_its_
     # A lone value may be replaced by another.
     assert removal.refusal("Change 8080 to 9090 in ports.txt", EditFile.contract,
                            {"path": "ports.txt", "old": "8080", "new": "9090"}, []) is None
+
+
+SIGHTINGS = (
+    "id,date,species,count,observer\n870,2026-04-05,starling,46,Mila\n871,2026-04-07,coot,27,Pia\n"
+    "872,2026-04-28,wren,23,Mila\n873,2026-04-27,robin,33,Mila\n874,2026-04-23,blackbird,7,Mila\n"
+    "875,2026-04-25,magpie,11,Mila\n876,2026-04-03,lapwing,25,Pia\n877,2026-04-15,kestrel,30,Mila\n"
+)
+READ_SIGHTINGS = ToolCallExecuted(call_id="c1", tool="read_file", status="ok",
+                                  observation={"path": "data/sightings.csv", "content": SIGHTINGS})
+ADD_ROW = "Add a row to data/sightings.csv: id 878, date 2026-12-01, species heron, count 5, observer Mila."
+
+
+def test_a_line_joined_with_other_lines_of_the_file_is_a_loss_whatever_words_the_request_names() -> None:
+    # Seen on the default model on an unseen suite: the other rows joined onto the first row with commas,
+    # which kept every word of it; the request's "Mila", the first row's observer, let it through.
+    rows = SIGHTINGS.splitlines()[1:]
+    joined = {"path": "data/sightings.csv", "old": rows[0], "new": ",".join(rows)}
+    why = removal.refusal(ADD_ROW, EditFile.contract, joined, _log(READ_SIGHTINGS), ["append_file"])
+    assert why is not None and "'870,2026-04-05,starling,46,Mila'" in why
+    # A line the request names by a word of it may still change its form.
+    marked = {"path": "data/sightings.csv", "old": rows[1], "new": rows[1] + ",checked"}
+    assert removal.refusal("Mark the coot row of data/sightings.csv as checked", EditFile.contract, marked,
+                           _log(READ_SIGHTINGS)) is None
