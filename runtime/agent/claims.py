@@ -234,7 +234,7 @@ def still_there(
     there as often after the task's changes as before them, with that file's path; None when each went
     from somewhere, or nothing can be said (the text was in no file the task changed, the new text holds
     the old one, the bytes are not to be found)."""
-    if fetch is None:
+    if fetch is None or not swaps:
         return None
     first: dict[str, str | None] = {}
     last: dict[str, str | None] = {}
@@ -243,22 +243,17 @@ def still_there(
         if isinstance(e, FileChanged):
             first.setdefault(e.path, e.before_sha256)
             last[e.path] = e.after_sha256
+    # Each file's bytes before the task's first change and after its last, fetched once for every text.
+    files = [
+        (path, fetch(sha) if sha else None, fetch(last[path]) if last[path] else b"") for path, sha in first.items()
+    ]
     for old, new in swaps:
         if new is not None and old in new:
             continue
-        kept = None
-        for path, before_sha in first.items():
-            before = fetch(before_sha) if before_sha else None
-            if before is None or old.encode() not in before:
-                continue
-            after_sha = last[path]
-            after = fetch(after_sha) if after_sha else b""
-            if after is None or after.count(old.encode()) < before.count(old.encode()):
-                kept = None
-                break
-            kept = kept or (old, path)
-        if kept is not None:
-            return kept
+        text = old.encode()
+        had = [(path, before, after) for path, before, after in files if before is not None and text in before]
+        if had and all(after is not None and after.count(text) >= before.count(text) for _, before, after in had):
+            return old, had[0][0]
     return None
 
 

@@ -253,11 +253,11 @@ def hand_over(view: TaskView) -> Decision | None:
     done = claims.effects(view.records)
     if not done.failed:
         return None
-    done_ = [f"changed {', '.join(done.changed)}"] if done.changed else []
-    done_ += [f"ran {', '.join(dict.fromkeys(done.acted))}"] if done.acted else []
+    outcome = [f"changed {', '.join(done.changed)}"] if done.changed else []
+    outcome += [f"ran {', '.join(dict.fromkeys(done.acted))}"] if done.acted else []
     reason = (
         f"agentd handed the task over, the model gave no answer that could be accepted; "
-        f"{'; '.join(done.failed[-3:])}; {', '.join(done_) or claims.UNBACKED}"
+        f"{'; '.join(done.failed[-3:])}; {', '.join(outcome) or claims.UNBACKED}"
     )
     return Decision(events=(
         TaskEscalated(reason=reason),
