@@ -75,6 +75,13 @@ def wait_finished(store: EventStore, task_id: str, timeout: float = 10) -> JobFi
     return finished
 
 
+def wait_reported(store: EventStore, runner: JobRunner, task_id: str, timeout: float = 10) -> JobFinished:
+    """The job's end is recorded, then notified, in two appends: wait for the job's thread to finish both."""
+    finished = wait_finished(store, task_id, timeout)
+    assert runner.wait(timeout), "the job's thread never finished reporting"
+    return finished
+
+
 def pending(store: EventStore, task_id: str) -> list[queue.Pending]:
     with store.reading() as conn:
         return queue.pending(conn, task_id)
@@ -107,7 +114,7 @@ def test_start_job_returns_at_once_and_its_end_reaches_the_task(store, runner, w
     assert runner.running() == [job_id] and not events(store, task_id, JobFinished)
     (workspace / "go").touch()
 
-    finished = wait_finished(store, task_id)
+    finished = wait_reported(store, runner, task_id)
     assert (finished.job_id, finished.exit_code) == (job_id, 0)
     assert re.fullmatch(r"finished with exit code 0 after \d+(\.\d)? s", finished.summary), finished.summary
     output = runner.artifacts.get(finished.output_ref).decode()
@@ -131,7 +138,7 @@ def test_start_job_runs_nothing_without_approval(store, runner, workspace) -> No
 def test_a_failing_command_reports_its_exit_code(store, runner, workspace) -> None:
     task_id = running_task(store, workspace)
     outcome, _ = start_job(store, runner, task_id, workspace, "echo 'no rule to make target' >&2; exit 3")
-    finished = wait_finished(store, task_id)
+    finished = wait_reported(store, runner, task_id)
     assert finished.exit_code == 3
     assert runner.artifacts.get(finished.output_ref) == b"no rule to make target\n"
     [note] = pending(store, task_id)
@@ -273,12 +280,8 @@ def test_the_agent_starts_a_job_and_hears_of_its_end_in_a_later_request(store, r
     job_id = executed.observation["job_id"]
     [started] = events(store, task_id, JobStarted)
     assert started == JobStarted(job_id=job_id, call_id=executed.call_id, command="echo compiled")
-    finished = wait_finished(store, task_id)
     # The job's end and its notification are two appends: the request waits for the second.
-    deadline = time.monotonic() + 10
-    while not pending(store, task_id):
-        assert time.monotonic() < deadline, "the job's notification was never enqueued"
-        time.sleep(0.05)
+    finished = wait_reported(store, runner, task_id)
 
     assert run() == "completed"
     [admitted] = events(store, task_id, NotificationsAdmitted)
