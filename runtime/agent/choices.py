@@ -138,7 +138,7 @@ def judge(
     if answer is not None and choices.changes_allowed:
         # A change claimed that the log does not hold is the worst answer there is: refused once, and if
         # claimed again (or on the last try) the task fails with the reason rather than complete.
-        why = claims.unbacked(answer, view.records, fetch)
+        why = claims.unbacked(answer, view.records, fetch, goal.own_words(view.transcript.request))
         if why is not None:
             if choices.last or (choices.attempt > 1 and _UNBACKED in view.last_rejection):
                 raise proposal.Unbacked(why)

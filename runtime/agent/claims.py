@@ -19,8 +19,9 @@ The checks read the task's events and the request's own instruction texts, never
   asked for) instead of answering. Seen: "Create or replace one text file in the workspace..." as the
   whole answer to "Create CONTRIBUTORS.txt listing Mila and Joost", with no file written.
 - An answer that is the request handed back, word for word or nearly (see `restates`).
-- An answer that is data, not a sentence: a JSON object or list, as a tool's result is written. Seen:
-  `{"status": "ok", "lines": 124}` as the whole answer to a write task that had changed nothing.
+- An answer that is data, not a sentence: a JSON object or list, as a tool's result is written, or a
+  JSON object cut short. Seen: `{"status": "ok", "lines": 124}` as the whole answer to a write task that
+  had changed nothing.
 """
 
 from __future__ import annotations
@@ -135,10 +136,11 @@ def effects(records: Sequence[Recorded]) -> Effects:
     return Effects(tuple(dict.fromkeys(changed)), tuple(dict.fromkeys(acted)), tuple(failed))
 
 
-def unbacked(answer: str, records: Sequence[Recorded], fetch: Fetch | None = None) -> str | None:
+def unbacked(answer: str, records: Sequence[Recorded], fetch: Fetch | None = None, request: str = "") -> str | None:
     """Why `answer` may not stand: it reports a change and the log holds none, or it reports text taken
     out and every change only added lines (read from the bytes before and after, which `fetch` finds by
-    hash). None when it may."""
+    hash), or text taken out that is still there: the text it names, or where it names none, the text
+    the request (the user's latest message, in their own words) asked out. None when it may."""
     claimed = list(_claims(answer))
     if not claimed:
         return None
@@ -154,8 +156,12 @@ def unbacked(answer: str, records: Sequence[Recorded], fetch: Fetch | None = Non
             f'the answer says "{_clip(taking)}", but the task only added lines to {", ".join(done.changed)}; '
             f"nothing in them was replaced or removed, so {UNBACKED}"
         )
-    for clause, _ in claimed:
-        kept = still_there(taken_out(clause), records, fetch)
+    asked = asked_out(request)
+    for clause, verb in claimed:
+        named = taken_out(clause)
+        # A claim that names no text of its own, of taking out or of the request done, claims what the
+        # request asked out: "The spelling mistake has been corrected" of "fix the typo 'recieve'".
+        kept = still_there(named or (asked if verb is None or verb in _TAKING else []), records, fetch)
         if kept is not None:
             text, path = kept
             return (
@@ -227,6 +233,27 @@ def taken_out(clause: str) -> list[tuple[str, str | None]]:
     return out
 
 
+# A request's own ways to ask a quoted text out, with no replacement named: "fix 'recieve'", "remove the
+# line '- done'", or a noun for a wrong text ("the typo 'recieve'", "a spelling mistake: 'recieve'").
+# Verbs that bring a new text ("change", "rename", "replace") are left to the swap forms of `_SWAP`: the
+# old text may stay inside the new one ("rename 'load' to 'load_all'"), and only the pair can tell.
+_ASKING = re.compile(
+    r"\b(?:(?:fix|correct)\s+|(?:remove|delete|drop)\s+(?:[\w-]+\s+){0,3}?|(?:typo|misspel\w*|mistake)[:\s]+)"
+    rf"{_QUOTED}(?!\s+(?:to|with|into|by)\b)",
+    re.IGNORECASE,
+)
+
+
+def asked_out(request: str) -> list[tuple[str, str | None]]:
+    """The texts `request` asks to be taken out, each with the text it asks in its place (None: removed):
+    the swaps `taken_out` reads, and a quoted text right after a verb or noun of fixing or removing."""
+    out = taken_out(request)
+    for m in _ASKING.finditer(request):
+        if m.group(1).strip() and all(old != m.group(1).strip() for old, _ in out):
+            out.append((m.group(1).strip(), None))
+    return out
+
+
 def still_there(
     swaps: Sequence[tuple[str, str | None]], records: Sequence[Recorded], fetch: Fetch | None
 ) -> tuple[str, str] | None:
@@ -250,9 +277,15 @@ def still_there(
     for old, new in swaps:
         if new is not None and old in new:
             continue
-        text = old.encode()
+        text, put = old.encode(), (new or "").encode()
         had = [(path, before, after) for path, before, after in files if before is not None and text in before]
-        if had and all(after is not None and after.count(text) >= before.count(text) for _, before, after in had):
+        # The new text come in where the old one stays is a swap done all the same: "set 'debug' to false"
+        # leaves 'debug' in "debug = false".
+        if had and all(
+            after is not None and after.count(text) >= before.count(text)
+            and not (put and after.count(put) > before.count(put))
+            for _, before, after in had
+        ):
             return old, had[0][0]
     return None
 
@@ -309,12 +342,18 @@ def _copied(answer: str, texts: Iterable[str], n: int, share: float, *, opening:
     return sum(covered) >= share * len(words)
 
 
+# How a JSON object opens: a brace, then the quote of its first key. No sentence opens so.
+_OBJECT_OPENING = re.compile(r'\{\s*"')
+
+
 def is_data(answer: str) -> bool:
-    """Whether `answer` is a JSON object or list rather than a sentence: a result handed back as it came."""
+    """Whether `answer` is a JSON object or list rather than a sentence: a result handed back as it came,
+    or an object cut short. Seen on the default model as a whole answer on the last try, with nothing
+    changed: `{"thought": \\`, the opening of the decision it was asked for, cut where the answer ended."""
     text = answer.strip()
     if not text.startswith(("{", "[")):
         return False
     try:
         return isinstance(json.loads(text), (dict, list))
     except ValueError:
-        return False
+        return bool(_OBJECT_OPENING.match(text))

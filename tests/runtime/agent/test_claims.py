@@ -130,6 +130,52 @@ def test_a_claim_that_names_the_text_it_took_out_is_unbacked_when_that_text_is_s
     assert claims.unbacked("The word was changed from recieve to receive.", other, stored.get)
 
 
+TYPO_REQUEST = "README.md has a spelling mistake: 'recieve'. Please fix it."
+
+
+@pytest.mark.parametrize("answer", ["The spelling mistake in README.md has been corrected.", "Task completed."])
+def test_a_claim_naming_no_text_is_unbacked_while_the_text_the_request_asked_out_is_still_there(answer: str) -> None:
+    # Seen on the default model (examples/evals fix_readme_typo): "The spelling mistake ... has been corrected"
+    # after an edit that left the typo in place; it names no text, so only the request can tell what went.
+    other, stored = _changed(README, README.replace(b"tidy-tasks", b"tidy_tasks"))
+    why = claims.unbacked(answer, other, stored.get, TYPO_REQUEST)
+    assert why is not None and 'has "recieve" as often as before the task' in why, why
+    fixed, stored_fixed = _changed(README, README.replace(b"recieve", b"receive"))
+    assert claims.unbacked(answer, fixed, stored_fixed.get, TYPO_REQUEST) is None
+    assert claims.unbacked(answer, other, stored.get) is None
+
+
+def test_a_claim_of_putting_text_in_is_not_held_to_what_the_request_asked_out() -> None:
+    other, stored = _changed(README, README + b"- a new line\n")
+    request = "Fix the typo 'recieve' in README.md and add the line '- a new line'."
+    assert claims.unbacked("I added the line '- a new line' to README.md.", other, stored.get, request) is None
+
+
+@pytest.mark.parametrize(("request_", "asked"), [
+    ("README.md has a spelling mistake: 'recieve'. Please fix it.", [("recieve", None)]),
+    ("Fix the typo \"teh\" in notes.md", [("teh", None)]),
+    ("Please fix 'recieve' in README.md", [("recieve", None)]),
+    ("Remove the line '- done' from todo.txt", [("- done", None)]),
+    ("Change the port from 8080 to 9090", [("8080", "9090")]),
+    ("Replace 'foo' with 'bar' in a.txt", [("foo", "bar")]),
+    # A new text named: the pair is read, not the old text alone.
+    ("Rename 'load' to 'load_all' in app.py", [("load", "load_all")]),
+    # Nothing asked out: text put in, a setting named, a file named.
+    ("Add the line '- water the plants' to todo.txt", []),
+    ("Change the 'debug' setting to false", []),
+    ("Fix the failing test in 'tests/test_app.py'", []),
+])
+def test_the_texts_a_request_asks_out(request_: str, asked: list) -> None:
+    assert claims.asked_out(request_) == asked
+
+
+def test_a_swap_whose_new_text_came_in_is_done_though_the_old_text_stays() -> None:
+    config = b"debug = true\nport = 8080\n"
+    done, stored = _changed(config, config.replace(b"true", b"false"))
+    assert claims.unbacked("Task completed.", done, stored.get, "Set 'debug' to false in config.toml") is None
+    assert claims.unbacked("I changed 'debug' to false.", done, stored.get) is None
+
+
 @pytest.mark.parametrize("answer", [
     # A bare word before "to" is what changed, not what went out.
     "I bumped the version to 0.8.0 and fixed the install line.",
@@ -169,12 +215,17 @@ def test_an_answer_made_of_a_tools_description_copies_it_and_one_that_shares_a_p
     assert not claims.copies("The file hello.txt was created in the workspace with the given content.", [description])
 
 
-@pytest.mark.parametrize("answer", ['{"status": "ok", "lines": 124}', ' [1, 2] ', '{"a": {"b": []}}'])
-def test_a_json_object_or_list_is_data_not_an_answer(answer: str) -> None:
+@pytest.mark.parametrize(
+    "answer", ['{"status": "ok", "lines": 124}', ' [1, 2] ', '{"a": {"b": []}}', '{"thought": \\', '{ "path": "a.txt", "'],
+)
+def test_a_json_object_or_list_whole_or_cut_short_is_data_not_an_answer(answer: str) -> None:
     assert claims.is_data(answer)
 
 
-@pytest.mark.parametrize("answer", ['The file has {"status": "ok"}.', "{not json}", "42", '"quoted"', "[draft] done"])
+@pytest.mark.parametrize(
+    "answer",
+    ['The file has {"status": "ok"}.', "{not json}", "42", '"quoted"', "[draft] done", "{name} stays as it was"],
+)
 def test_a_sentence_or_a_bare_value_is_an_answer(answer: str) -> None:
     assert not claims.is_data(answer)
 

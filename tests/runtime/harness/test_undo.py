@@ -245,6 +245,25 @@ def test_a_typo_claimed_fixed_while_it_is_still_there_is_refused_and_the_retry_f
     assert (ws / "README.md").read_text() == "# Tidy\n\nYou will receive a mail.\nInstall: pip install tidy-tasks\n"
 
 
+def test_a_fix_claimed_in_no_words_of_its_own_is_held_to_the_text_the_request_named(store, data_dir, tmp_path) -> None:
+    # Seen on the default model (examples/evals fix_readme_typo): "The spelling mistake ... has been
+    # corrected" after an edit of another line; the answer names no text, the request does.
+    ws = tmp_path / "project"
+    ws.mkdir()
+    (ws / "README.md").write_text("# tidy\n\nYou will recieve a mail.\n")
+    task_id = todo_task(store, data_dir, ws, [
+        call("read_file", path="README.md"),
+        call("edit_file", path="README.md", old="a mail.", new="a mail soon."),
+        answer("The spelling mistake in README.md has been corrected."),
+        call("edit_file", path="README.md", old="recieve", new="receive"),
+        answer("README.md says 'receive' now."),
+    ], goal="README.md has a spelling mistake: 'recieve'. Please fix it.")
+    [rejected] = events(store, task_id, ProposalRejected)
+    assert 'README.md has "recieve" as often as before the task' in rejected.error, rejected.error
+    assert events(store, task_id, TaskPhaseChanged)[-1].phase == "completed"
+    assert (ws / "README.md").read_text() == "# tidy\n\nYou will receive a mail soon.\n"
+
+
 def test_an_honest_answer_after_a_refused_claim_completes_the_task(store, data_dir, tmp_path) -> None:
     ws = tmp_path / "project"
     ws.mkdir()
