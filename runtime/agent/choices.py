@@ -158,6 +158,9 @@ def judge(
         raise proposal.Unanswered(
             f"{_NO_ANSWER}: the reply repeats agentd's words or a result, and nothing was changed"
         )
+    unquoted = claims.unquoted(answer, view.records) if answer is not None and not choices.last else None
+    if unquoted is not None and not any(claims.UNQUOTED in r for r in view.rejections):
+        raise proposal.Rejected(unquoted)
     left = names_left(view)
     if answer is not None and not choices.last and left is not None and NAMES_LEFT not in view.last_rejection:
         shown = "; ".join(left.lines.splitlines())

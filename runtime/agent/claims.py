@@ -19,6 +19,8 @@ The checks read the task's events and the request's own instruction texts, never
   asked for) instead of answering. Seen: "Create or replace one text file in the workspace..." as the
   whole answer to "Create CONTRIBUTORS.txt listing Mila and Joost", with no file written.
 - An answer that is the request handed back, word for word or nearly (see `restates`).
+- An answer that says nothing of what the program it ran printed: a short output with numbers in it, none
+  of them in the answer (see `unquoted`). Refused once; the answer after it stands.
 - An answer that is data, not a sentence: a JSON object or list, as a tool's result is written, or a
   JSON object cut short. Seen: `{"status": "ok", "lines": 124}` as the whole answer to a write task that
   had changed nothing.
@@ -292,6 +294,39 @@ def still_there(
 
 def _clip(text: str, n: int = 80) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
+
+
+# -- what a program printed -----------------------------------------------------------------------
+
+# The output field where a program's tools (shell, python, a skill's script: they share
+# runtime.tools.shell.ShellOutput) put what it printed; a masked observation keeps its tail.
+_PRINTED = ("stdout", "stdout_tail")
+# Printed output a sentence can carry whole; a longer one is data the answer draws from, not repeats.
+PRINTED_CHARS = 400
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+
+
+def unquoted(answer: str, records: Sequence[Recorded]) -> str | None:
+    """Why `answer` says nothing of what it stands on: the task's last successful call since the user's
+    latest message ran a program that printed a short output holding numbers, and the answer holds none
+    of them. Seen on the default model with "checksum 13004" in the result: "The script was executed
+    successfully and returned the exit code 0. The script prints a checksum and a status message."
+    None when it may stand."""
+    last = None
+    for rec in since_message(records):
+        if isinstance(rec.event, ToolCallExecuted) and rec.event.status == "ok":
+            last = rec.event
+    if last is None:
+        return None
+    printed = next((last.observation[k] for k in _PRINTED if isinstance(last.observation.get(k), str)), "").strip()
+    numbers = set(_NUMBER.findall(printed))
+    if not numbers or len(printed) > PRINTED_CHARS or numbers & set(_NUMBER.findall(answer)):
+        return None
+    return f'the answer does not say what {last.tool} printed: "{_clip(printed)}"; {UNQUOTED}'
+
+
+# The words every such refusal ends with: it is made once, and the answer after it stands.
+UNQUOTED = "answer with what it printed"
 
 
 # -- copying agentd's own words --------------------------------------------------------------------

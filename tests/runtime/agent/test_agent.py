@@ -262,6 +262,42 @@ def test_a_call_that_needs_approval_waits_and_runs_once_approved(store, release_
     assert [r.status for r in events(store, task_id, ToolCallExecuted)] == ["ok"]
 
 
+def test_an_answer_that_says_nothing_of_what_the_command_printed_is_refused_once(
+    store, release_workspace, tmp_path
+) -> None:
+    # Seen on the default model with "checksum 13004" in the result: "The script was executed successfully
+    # and returned the exit code 0. The script prints a checksum and a status message."
+    rt = scripted(store, tmp_path, [
+        call("shell", command="echo checksum 13004"),
+        answer("The command was executed successfully and returned the exit code 0.", "result:c1"),
+        answer("It printed checksum 13004.", "result:c1"),
+    ])
+    task_id = submit(store, release_workspace, "Run `echo checksum 13004` and tell me what it prints.",
+                     allowed_effects=EVERYTHING)
+    assert run(rt, task_id) == "awaiting_approval"
+    [request] = events(store, task_id, ApprovalRequested)
+    store.append(task_id, [ApprovalGranted(approval_id=request.approval_id, by="ann")])
+    assert run(rt, task_id) == "completed"
+    [refused] = events(store, task_id, ProposalRejected)
+    assert refused.error == 'the answer does not say what shell printed: "checksum 13004"; answer with what it printed'
+    assert events(store, task_id, AnswerGiven)[-1].answer == "It printed checksum 13004."
+
+
+def test_an_answer_refused_for_leaving_out_the_output_stands_the_second_time(store, release_workspace, tmp_path):
+    rt = scripted(store, tmp_path, [
+        call("shell", command="echo checksum 13004"),
+        answer("The command ran.", "result:c1"),
+        answer("The command ran fine.", "result:c1"),
+    ])
+    task_id = submit(store, release_workspace, "Run `echo checksum 13004`.", allowed_effects=EVERYTHING)
+    run(rt, task_id)
+    [request] = events(store, task_id, ApprovalRequested)
+    store.append(task_id, [ApprovalGranted(approval_id=request.approval_id, by="ann")])
+    assert run(rt, task_id) == "completed"
+    assert len(events(store, task_id, ProposalRejected)) == 1
+    assert events(store, task_id, AnswerGiven)[-1].answer == "The command ran fine."
+
+
 def test_a_denied_call_never_runs_and_the_agent_hears_the_reason(store, release_workspace, tmp_path) -> None:
     rt = scripted(store, tmp_path, [call("shell", command="rm -rf ."), answer("I was not allowed")])
     task_id = submit(store, release_workspace, allowed_effects=EVERYTHING)

@@ -191,6 +191,42 @@ def test_a_claim_of_text_taken_out_that_the_files_cannot_contradict_stands(answe
     assert claims.unbacked(answer, other, stored.get) is None
 
 
+def _ran(observation: dict, *after) -> list[Recorded]:
+    return _log(
+        SUBMITTED,
+        ToolCallStarted(call_id="c1", tool="shell", idempotent=False, effects=("external",)),
+        ToolCallExecuted(call_id="c1", tool="shell", status="ok", observation=observation),
+        *after,
+    )
+
+
+PRINTED = {"exit_code": 0, "stdout": "checksum 13004\n", "stderr": "", "stdout_bytes": 15, "stderr_bytes": 0}
+
+
+def test_an_answer_without_any_number_the_program_printed_says_nothing_of_it() -> None:
+    records = _ran(PRINTED)
+    why = claims.unquoted("The script was executed successfully and returned the exit code 0.", records)
+    assert why == 'the answer does not say what shell printed: "checksum 13004"; answer with what it printed'
+    assert claims.unquoted("It printed checksum 13004.", records) is None
+    # A masked result keeps the tail of what was printed.
+    masked = {"exit_code": 0, "stdout_bytes": 15, "stderr_bytes": 0, "stdout_tail": "checksum 13004\n"}
+    assert claims.unquoted("The script ran.", _ran(masked)) is not None
+
+
+@pytest.mark.parametrize("records", [
+    # Nothing printed with a number in it; a long output is data to draw from, not to repeat.
+    _ran({**PRINTED, "stdout": "all good\n"}),
+    _ran({**PRINTED, "stdout": "row 1\n" * 100}),
+    # A later call is what the answer stands on.
+    _ran(PRINTED, ToolCallExecuted(call_id="c2", tool="read_file", status="ok", observation={"content": "x"})),
+    # What ran before the user's latest message is not what this answer answers.
+    _ran(PRINTED, UserSaid(text="Thanks. Anything else?")),
+    _log(SUBMITTED),
+])
+def test_an_answer_is_not_held_to_output_it_does_not_stand_on(records) -> None:
+    assert claims.unquoted("The script ran.", records) is None
+
+
 def test_the_request_handed_back_is_a_restatement_and_an_answer_in_its_own_words_is_not() -> None:
     # Seen on the default model as whole answers on generated suites.
     request = "Copy the first item of my todo list (notes/todo.txt) into a new file next.txt."
@@ -216,7 +252,8 @@ def test_an_answer_made_of_a_tools_description_copies_it_and_one_that_shares_a_p
 
 
 @pytest.mark.parametrize(
-    "answer", ['{"status": "ok", "lines": 124}', ' [1, 2] ', '{"a": {"b": []}}', '{"thought": \\', '{ "path": "a.txt", "'],
+    "answer",
+    ['{"status": "ok", "lines": 124}', ' [1, 2] ', '{"a": {"b": []}}', '{"thought": \\', '{ "path": "a.txt", "'],
 )
 def test_a_json_object_or_list_whole_or_cut_short_is_data_not_an_answer(answer: str) -> None:
     assert claims.is_data(answer)
