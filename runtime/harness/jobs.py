@@ -236,8 +236,6 @@ class JobRunner:
                 )
         except OSError as e:
             return JobFinished(job_id=job.job_id, exit_code=None, summary=f"could not start: {e.strerror or e}")
-        # For recovery after a crash: the group to kill if agentd dies while the job runs.
-        (folder / "pid").write_text(str(proc.pid))
         deadline = started + self.max_runtime_s
         ended = False
         try:
@@ -303,7 +301,7 @@ class JobRunner:
             if job_id in self.running():
                 continue
             folder = self.jobs_dir / job_id
-            _kill_leftovers(folder, job_id)
+            _kill_leftovers(job_id)
             output = folder / "output"
             ref = self.artifacts.put(capped(output, self.output_cap)) if output.is_file() else None
             finished = JobFinished(job_id=job_id, exit_code=None, output_ref=ref, summary=UNKNOWN)
@@ -400,33 +398,33 @@ def _event_at(conn: Connection, seq: int):
     return rec.event
 
 
-def _kill_leftovers(folder: Path, job_id: str) -> None:
-    """Kill what is left of a job's process group, if its processes still carry the job's marker."""
-    try:
-        pgid = int((folder / "pid").read_text())
-    except (OSError, ValueError):
-        return
-    if _group_is_job(pgid, job_id):
+def _kill_leftovers(job_id: str) -> None:
+    """Kill every process group that holds a process carrying the job's marker.
+
+    Found by the marker in each process's environment, not by a pid agentd wrote down: agentd may die
+    between starting the job and writing anything, and after a reboot a written pid may be another's.
+    """
+    for pgid in _job_groups(job_id):
         log.warning("killing processes a stopped agentd left running", job_id=job_id, pgid=pgid)
         kill_group(pgid)
 
 
-def _group_is_job(pgid: int, job_id: str) -> bool:
-    """Whether a process in group `pgid` has the job's marker: after a reboot the number may be another's."""
+def _job_groups(job_id: str) -> set[int]:
+    """The process groups of the processes whose environment carries the job's marker."""
     marker = f"{MARKER}={job_id}".encode()
     proc = Path("/proc")
+    groups: set[int] = set()
     if not proc.is_dir():
-        return False
+        return groups
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
         try:
+            if marker not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
             stat = (entry / "stat").read_text()
             # Fields after the command name, which may itself hold spaces and parentheses.
-            if int(stat[stat.rindex(")") + 2 :].split()[2]) != pgid:
-                continue
-            if marker in (entry / "environ").read_bytes().split(b"\0"):
-                return True
+            groups.add(int(stat[stat.rindex(")") + 2 :].split()[2]))
         except (OSError, ValueError, IndexError):
             continue
-    return False
+    return groups

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from notifications import queue
 from runtime.agent.loop import run_task
 from runtime.agent.profiles import WORKSPACE
 from runtime.artifacts import ArtifactStore
-from runtime.harness.jobs import UNKNOWN, JobRunner, StartJob, register_jobs
+from runtime.harness.jobs import MARKER, UNKNOWN, JobRunner, StartJob, register_jobs
 from runtime.tools import ToolContext, ToolRegistry, execute
 from store import EventStore
 from store.events import (
@@ -246,6 +247,28 @@ def test_recover_marks_jobs_orphaned_by_a_crash_unknown_and_notifies(store, tmp_
     # Recovering again changes nothing.
     assert runner.recover() == []
     assert len(pending(store, task_id)) == 1
+
+
+def test_recover_kills_a_jobs_processes_though_agentd_died_before_writing_anything_of_them(
+    store, tmp_path, workspace
+) -> None:
+    # Seen under load: the job's shell ran before agentd had written down its process group, agentd was
+    # killed in between, and recovery, which read that note, left the job running.
+    task_id = running_task(store, workspace)
+    store.append(task_id, [JobStarted(job_id="j-0000cafe", call_id="c1", command="sleep 60")])
+    orphan = subprocess.Popen(["sh", "-c", "sleep 60; true"], env={**os.environ, MARKER: "j-0000cafe"},
+                              start_new_session=True)
+    stranger = subprocess.Popen(["sh", "-c", "sleep 60; true"], start_new_session=True)
+    try:
+        assert make_runner(store, tmp_path).recover() == ["j-0000cafe"]
+        # A bound on the wait, not a speed to meet.
+        assert orphan.wait(timeout=30) == -9
+        assert stranger.poll() is None, "a process without the job's marker is not the job's"
+    finally:
+        orphan.kill()
+        stranger.kill()
+        orphan.wait()
+        stranger.wait()
 
 
 def test_recover_enqueues_a_notification_lost_between_the_two_appends(store, tmp_path, workspace) -> None:
