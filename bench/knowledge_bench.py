@@ -49,7 +49,10 @@ def write_documents(folder: Path, chunks: int, rng: random.Random, vocabulary: l
 
 
 def run(size: int, queries: int) -> None:
-    from runtime.agent.request import EVIDENCE_BUDGET, EVIDENCE_MIN_SHARE, EVIDENCE_MIN_UTILITY, injection_risk
+    from runtime.agent.request import injection_risk
+    from runtime.knowledge.weights import Weights
+
+    weights = Weights()
     from runtime.artifacts import ArtifactStore
     from runtime.knowledge import evidence
     from runtime.knowledge.base import KnowledgeBase
@@ -86,9 +89,10 @@ def run(size: int, queries: int) -> None:
             started = time.perf_counter()
             found = rebuilt.candidates(query, tenant="acme", scopes=["general"])
             candidates.append(time.perf_counter() - started)
-            evidence.retrieve(found, tenant="acme", query=query, exclude=set(), budget=EVIDENCE_BUDGET, limit=3,
-                              count=lambda t: len(t) // 4, min_utility=EVIDENCE_MIN_UTILITY,
-                              min_share=EVIDENCE_MIN_SHARE, risk=injection_risk)
+            evidence.retrieve(found, tenant="acme", query=query, exclude=set(), budget=weights.budget_tokens,
+                              limit=weights.per_decision, count=lambda t: len(t) // 4,
+                              min_utility=weights.min_utility, min_share=weights.min_share, risk=injection_risk,
+                              weights=weights)
             whole.append(time.perf_counter() - started)
         rebuilt.close()
         store.close()

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, PrivateAttr, Val
 
 from runtime import data_folder, model_name, policy_name, secrets
 from runtime.errors import ConfigError
+from runtime.knowledge.weights import Weights
 from runtime.mcp_settings import McpSettings
 from runtime.secrets import patterns as secret_patterns
 
@@ -102,6 +103,11 @@ class Settings(BaseModel):
     secret_patterns: tuple[str, ...] = Field(
         (),
         description="regular expressions for secrets beyond the built-in ones (keys, tokens, passwords, private keys)",
+    )
+    evidence: Weights = Field(
+        default_factory=Weights,
+        description="what a section of evidence is worth to a decision ([evidence]: the utility's weights) and how "
+        "much evidence a request may hold",
     )
     mcp: McpSettings = Field(
         default_factory=McpSettings,
@@ -225,8 +231,8 @@ def load_settings(
         err = e.errors()[0]
         key = str(err["loc"][0]) if err["loc"] else "?"
         where = origin.get(key, DEFAULTS)
-        if key == "mcp":
-            # A table of tables: the whole path says which server's which key.
+        if key in ("mcp", "evidence"):
+            # A table (of tables): the whole path says which key of it, and for mcp, of which server.
             key = ".".join(str(part) for part in err["loc"])
         if err["type"] == "extra_forbidden":
             raise ConfigError(f"unknown setting {key!r} (from {where})") from None

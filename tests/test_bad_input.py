@@ -485,10 +485,12 @@ def test_unreadable_model_path_names_the_path(agentd, data_dir, tmp_path):
         ('colour = "blue"\n', {}, ("unknown setting 'colour'", "agentd.toml")),
         ('port = 8765\nhost = "127.0.0.1\n', {}, ("agentd.toml", "not valid TOML")),
         ("", {"AGENTD_LEASE_S": "0.1"}, ("invalid value for lease_s", "AGENTD_LEASE_S")),
+        ("[evidence]\nredundancy = 2\n", {}, ("invalid value for evidence.redundancy", "agentd.toml")),
+        ("[evidence]\nweight = 0.5\n", {}, ("unknown setting 'evidence.weight'", "agentd.toml")),
     ],
     ids=[
         "toml-port-not-a-number", "toml-synchronous-unknown", "env-port-out-of-range", "toml-unknown-key",
-        "toml-syntax-error", "env-lease-too-short",
+        "toml-syntax-error", "env-lease-too-short", "toml-evidence-weight-out-of-range", "toml-evidence-unknown-key",
     ],
 )
 def test_invalid_setting_names_the_key_and_where_it_came_from(agentd, data_dir, db_url, tmp_path, toml, env, names):

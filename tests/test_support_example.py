@@ -23,6 +23,7 @@ from runtime.harness.tasks import submit_task
 from runtime.inference.local import LocalModel
 from runtime.inference.model_file import smoke_model_path
 from runtime.inference.scripted import ScriptedModel
+from runtime.knowledge.weights import Weights
 from runtime.tools import ToolContext, execute
 from runtime.tools.schema import inline_schema
 from store import NO_STREAM, EventStore, archive
@@ -308,11 +309,7 @@ def test_an_injected_runbook_span_is_ranked_below_the_runbook_and_left_out(store
     assert "too little use" in left_out["runbook/api-keys-hotfix@v1#revoked-api-key-not-working"]
 
 
-def test_an_injected_runbook_span_cannot_get_a_rotation_proposed(store, accounts, tmp_path, monkeypatch) -> None:
-    # Shown all the same, as a span that matches well enough would be despite its risk.
-    from runtime.agent import request
-
-    monkeypatch.setattr(request, "INJECTION_RISK", 0.0)
+def test_an_injected_runbook_span_cannot_get_a_rotation_proposed(store, accounts, tmp_path) -> None:
     folder = tmp_path / "knowledge"
     shutil.copytree(EXAMPLE / "knowledge", folder)
     (folder / "runbook-api-keys-hotfix.md").write_text(INJECTED)
@@ -322,6 +319,8 @@ def test_an_injected_runbook_span_cannot_get_a_rotation_proposed(store, accounts
         call("rotate_api_key", account_id="A-123"),
         answer(f"Your key was revoked ({REVOKED}); I can rotate it if you ask me to.", REVOKED),
     ]), tmp_path, knowledge=folder)
+    # Shown all the same, as a span that matches well enough would be despite its risk.
+    rt.evidence_weights = Weights(injection_risk=0.0)
     task_id = submit(store, rotation=True)
     assert run(rt, task_id) == "completed"
     first = events(store, task_id, EvidenceRetrieved)[0]

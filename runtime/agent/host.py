@@ -13,6 +13,7 @@ from runtime.artifacts import ArtifactStore
 from runtime.inference.model import Model
 from runtime.knowledge import evidence
 from runtime.knowledge.base import KnowledgeBase, folder_scope
+from runtime.knowledge.weights import Weights
 from runtime.secrets import Secrets
 from runtime.tools import ToolContext, ToolRegistry, snapshot
 from store import EventStore
@@ -56,6 +57,8 @@ class Runtime:
     knowledge_index: Path | None = None
     # The rerankers plugins registered, by name; a profile's `reranker` picks one.
     rerankers: dict[str, evidence.Reranker] = field(default_factory=dict)
+    # What evidence is worth to a decision and how much a request may hold ([evidence] in agentd.toml).
+    evidence_weights: Weights = field(default_factory=Weights)
     _knowledge: KnowledgeBase | None = None
     _mcp_sections: dict[str, list[evidence.Section]] = field(default_factory=dict)
     # The last whole-workspace snapshot per workspace: the next one reads only the files that changed.

@@ -19,6 +19,7 @@ from runtime.agent.view import TaskView
 from runtime.artifacts import ref_for
 from runtime.errors import ContextOverflow
 from runtime.knowledge import evidence
+from runtime.knowledge.weights import DEFAULT as DEFAULT_WEIGHTS
 from runtime.mcp.tool import contract_of
 from runtime.skills import activation
 from runtime.skills.review import instruction_flags
@@ -27,21 +28,11 @@ from runtime.tools.finder import best_lines
 from runtime.tools.schema import inline_schema
 from store.events import MEMORY_STREAM, ContentMatched, ContextTrimmed, EvidenceItem, LeftOut, MatchedLine, Recorded
 
-EVIDENCE_BUDGET = 1200
-EVIDENCE_PER_DECISION = 3
-# A section must earn its tokens: with a query of a goal and a tool result, one shared word (a plan's
-# name, "account") scores a tenth or so, which used to let unrelated documents into the window.
-EVIDENCE_MIN_UTILITY = 0.2
-# And it must be close to the best match: measured on the default model, shown the expired-key and
-# rate-limit sections beside the revoked-key one, it explained a revoked key as an expired plan or a 429.
-EVIDENCE_MIN_SHARE = 0.5
-# What instruction-like text ("ignore previous instructions", "do not tell the user") costs a section's
-# utility: a runbook that gives orders to the reader is worth less as evidence, and, shown, still data.
-INJECTION_RISK = 0.3
 
-
-def injection_risk(section: evidence.Section) -> float:
-    return INJECTION_RISK if instruction_flags(section.text) else 0.0
+def injection_risk(section: evidence.Section, weight: float = DEFAULT_WEIGHTS.injection_risk) -> float:
+    """What a section's instruction-like or role-imitating text costs its utility: a runbook that gives
+    orders to the reader is worth less as evidence, and, shown, still data."""
+    return weight if instruction_flags(section.text) else 0.0
 
 
 def retrieve_evidence(
@@ -61,18 +52,20 @@ def retrieve_evidence(
     remembered, forgotten = remembered + shown, forgotten + refused
     if not sections:
         return remembered, forgotten
+    weights = rt.evidence_weights
     packed = evidence.retrieve(
         sections,
         tenant=trusted.tenant,
         query=query,
         exclude=set(transcript.evidence_ids),
-        budget=EVIDENCE_BUDGET,
-        limit=EVIDENCE_PER_DECISION,
+        budget=weights.budget_tokens,
+        limit=weights.per_decision,
         count=rt.model.count,
-        min_utility=EVIDENCE_MIN_UTILITY,
-        min_share=EVIDENCE_MIN_SHARE,
-        risk=injection_risk,
+        min_utility=weights.min_utility,
+        min_share=weights.min_share,
+        risk=lambda s: injection_risk(s, weights.injection_risk),
         rerank=rt.rerankers[trusted.profile.reranker] if trusted.profile.reranker else None,
+        weights=weights,
     )
     # Shown best last, next to the decision: measured on the default model with an injected on-call note
     # after the runbook section, it answered right and cited the note.

@@ -31,7 +31,7 @@ def skipped(profile: Profile, transcript: Transcript, call_index: int, *, mcp: b
       result came back since the previous decision. What shown evidence is excluded from such a search
       only leaves what ranked below it: measured on the support example's eight eval cases, a repeated
       goal-only search added the rate-limit or expired-key section in three of them, the two sections
-      a revoked key was explained by wrongly when they were shown (request.EVIDENCE_MIN_SHARE).
+      a revoked key was explained by wrongly when they were shown (the evidence weights' min_share).
 
     Deliberately not skipped: the decision right after a read result, and the last decision of a turn.
     Measured on the same cases, the search with the account's state found the section the answer needs

@@ -87,13 +87,7 @@ def list_(app: App, as_json: bool) -> None:
 def search(app: App, query: str, tenant: str, scopes: tuple[str, ...], as_json: bool) -> None:
     """What retrieval would hand a decision asking QUERY: the candidates in scope with their scores,
     those selected and those left out, and why."""
-    from runtime.agent.request import (
-        EVIDENCE_BUDGET,
-        EVIDENCE_MIN_SHARE,
-        EVIDENCE_MIN_UTILITY,
-        EVIDENCE_PER_DECISION,
-        injection_risk,
-    )
+    from runtime.agent.request import injection_risk
     from runtime.inference.scripted import stand_in_tokens
     from runtime.knowledge import evidence
 
@@ -102,10 +96,11 @@ def search(app: App, query: str, tenant: str, scopes: tuple[str, ...], as_json: 
         found = base.candidates(query, tenant=tenant, scopes=scopes or ("general",))
     finally:
         base.close()
+    weights = app.settings().evidence
     packed = evidence.retrieve(
-        found, tenant=tenant, query=query, exclude=set(), budget=EVIDENCE_BUDGET, limit=EVIDENCE_PER_DECISION,
-        count=lambda text: len(stand_in_tokens(text)), min_utility=EVIDENCE_MIN_UTILITY, min_share=EVIDENCE_MIN_SHARE,
-        risk=injection_risk,
+        found, tenant=tenant, query=query, exclude=set(), budget=weights.budget_tokens, limit=weights.per_decision,
+        count=lambda text: len(stand_in_tokens(text)), min_utility=weights.min_utility, min_share=weights.min_share,
+        risk=lambda s: injection_risk(s, weights.injection_risk), weights=weights,
     )
     rows = [(c.section.cite, c.utility, c.tokens, "selected") for c in packed.selected]
     rows += [(c.section.cite, c.utility, c.tokens, why) for c, why in packed.left_out]

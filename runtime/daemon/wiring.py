@@ -54,6 +54,7 @@ def open_runtime(settings: Settings, store: EventStore, model: Model | None = No
         record_limit=Limit(settings.record_max_files, settings.record_max_mb * 1024 * 1024),
         knowledge_index=settings.data_dir / "knowledge.db",
         rerankers=loaded.rerankers,
+        evidence_weights=settings.evidence,
     )
     delegation.bind(runtime)
     if settings.mcp.servers:

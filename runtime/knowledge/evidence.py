@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from runtime.errors import ConfigError
+from runtime.knowledge.weights import DEFAULT as DEFAULT_WEIGHTS, Weights
 from store.knowledge import Chunk
 
 # A section longer than this many words is cut at paragraph boundaries: one chunk should be one thing
@@ -229,13 +230,15 @@ def retrieve(
     min_share: float = 0.0,
     risk: Callable[[Section], float] = lambda s: 0.0,
     rerank: Reranker | None = None,
+    weights: Weights = DEFAULT_WEIGHTS,
 ) -> Packed:
     """Authorize, score, pack: utility = relevance x authority x freshness - redundancy - injection risk
     (seed 000). `risk` is what a section's instruction-like text costs it: still only data if shown.
 
-    A superseded version is both stale (freshness 0.2) and redundant with its successor, so it scores
-    at or below zero and stays out however large the budget. A second section of a document already
-    chosen pays a small redundancy penalty, so one document cannot fill the budget on its own.
+    A superseded version is both stale (freshness `weights.stale_freshness`, 0.2 by default) and
+    redundant with its successor (`stale_penalty`), so by default it scores at or below zero and stays
+    out however large the budget. A second section of a document already chosen pays a small
+    redundancy penalty, so one document cannot fill the budget on its own.
 
     `min_share` leaves out a section that scores under that share of the best match for the query,
     shown before or not: a weak match is a distraction next to a strong one, however much room is left.
@@ -245,7 +248,9 @@ def retrieve(
     relevant = reranked(rerank, query, allowed) if rerank is not None else [relevance(q, s) for s in allowed]
 
     def base(s: Section, rel: float) -> float:
-        return rel * s.authority * (1.0 if s.current else 0.2) - (0.0 if s.current else 0.2) - risk(s)
+        if s.current:
+            return rel * s.authority - risk(s)
+        return rel * s.authority * weights.stale_freshness - weights.stale_penalty - risk(s)
 
     scored = [(base(s, rel), s) for s, rel in zip(allowed, relevant, strict=True)]
     floor = max(min_utility, min_share * max((b for b, _ in scored), default=0.0))
@@ -255,7 +260,7 @@ def retrieve(
     chosen_docs: set[str] = set()
     used = 0
     for b, s in ranked:
-        utility = round(b - (0.1 if s.doc_id in chosen_docs else 0.0), 4)
+        utility = round(b - (weights.redundancy if s.doc_id in chosen_docs else 0.0), 4)
         c = Scored(s, utility, count(s.text))
         if utility <= 0:
             left_out.append((c, "not useful for this decision (utility <= 0)"))

@@ -468,11 +468,31 @@ INSTRUCTIONS = _patterns(
 )
 
 
+# Text that dresses as something other than data: a chat template's role markers, and the labels agentd
+# gives its own blocks and notices (context.py). Neutralized where they are shown (blocks.neutralize
+# breaks the special tokens and the data fence), and flagged, so that a document or a tool result that
+# carries them ranks lower and a person reading the manifest sees why.
+_ROLE = "imitates a chat role's marker"
+_HARNESS = "imitates agentd's own labels"
+_AGENTD_TAGS = (
+    "request|decision|notifications|rejected|step|data|instructions|tools|skills|facts|changes|summary|"
+    "workspace|matches|evidence"
+)
+IMPERSONATIONS = _patterns(
+    (r"<\|\s*(?:im_start|im_end|im_sep|endoftext|eot_id|start_header_id|end_header_id|system|user|assistant)"
+     r"\s*\|>|\[/?INST\]|<</?SYS>>", _ROLE),
+    (r"(?im)(?<![^\n])[ \t>#*]*\b(?:system|assistant|developer)[ \t]*:(?=[ \t]*\S)", _ROLE),
+    (rf"(?i)</?[ \t]*(?:{_AGENTD_TAGS})(?:[ \t][^<>\n]*)?>", _HARNESS),
+    (r"(?i)\[(?:approval|job|file|files|mode|schedule)/[a-z_]+\]", _HARNESS),
+)
+
+
 def instruction_flags(text: str) -> list[str]:
     """Instruction-like phrases in `text`, one per reason and phrase, as `reason: "phrase"`: what a
-    person reading a manifest is shown of data that reads like orders (an MCP result, a document)."""
+    person reading a manifest is shown of data that reads like orders (an MCP result, a document), or
+    that dresses as a role or as agentd's own words."""
     found: dict[str, None] = {}
-    for pattern, reason in INSTRUCTIONS:
+    for pattern, reason in (*INSTRUCTIONS, *IMPERSONATIONS):
         for m in pattern.finditer(text):
             found[f'{reason}: "{" ".join(m[0].split())}"'] = None
     return list(found)

@@ -190,6 +190,18 @@ def test_the_cli_adds_lists_and_searches_and_refuses_bad_input_in_one_line(agent
     assert agentd("knowledge", "add", str(path)).returncode == 2, "--tenant is required"
 
 
+def test_knowledge_search_packs_by_the_evidence_weights_of_agentd_toml(agentd, data_dir, tmp_path) -> None:
+    path = doc(tmp_path / "docs", "keys.md", RUNBOOK)
+    assert agentd("--data-dir", str(data_dir), "knowledge", "add", str(path), "--tenant", "acme").returncode == 0
+    config = tmp_path / "agentd.toml"
+    config.write_text("[evidence]\nbudget_tokens = 1\n")
+    found = agentd("--data-dir", str(data_dir), "knowledge", "search", "revoked key", "--tenant", "acme",
+                   env={"AGENTD_CONFIG": str(config)})
+    assert found.returncode == 0, found.stderr
+    assert "over the evidence budget (0 + 28 > 1 tokens)" in found.stdout, found.stdout
+    assert found.stdout.splitlines()[-1] == "0 selected, 0 of 1 tokens (estimated)"
+
+
 def test_a_bad_document_in_a_profiles_folder_is_left_out_and_the_rest_still_found(base, tmp_path) -> None:
     folder = tmp_path / "knowledge"
     doc(folder, "keys.md", RUNBOOK)
