@@ -307,6 +307,13 @@ def test_an_injected_runbook_span_is_ranked_below_the_runbook_and_left_out(store
     assert [i.cite for i in first.items] == [REVOKED]
     left_out = {o.source: o.reason for o in first.left_out}
     assert "too little use" in left_out["runbook/api-keys-hotfix@v1#revoked-api-key-not-working"]
+    # What was ranked carries its score, shown (in the manifest) or left out (in the retrieval's record).
+    manifest = next(c.manifest for c in events(store, task_id, ModelCalled)
+                    if any(i.block == REVOKED for i in c.manifest.items))
+    [shown] = [i for i in manifest.items if i.block == REVOKED]
+    assert shown.utility == first.items[0].utility > 0
+    [hotfix] = [o for o in first.left_out if o.source.startswith("runbook/api-keys-hotfix")]
+    assert hotfix.utility is not None and f"utility {hotfix.utility} <" in hotfix.reason
 
 
 def test_an_injected_runbook_span_cannot_get_a_rotation_proposed(store, accounts, tmp_path) -> None:

@@ -32,6 +32,8 @@ class Block:
     version: str | None = None
     # Instruction-like phrases found in untrusted text, for the manifest; they change nothing rendered.
     flags: tuple[str, ...] = ()
+    # What a ranked block scored (evidence), for the manifest; it changes nothing rendered.
+    utility: float | None = None
 
     def render(self) -> str:
         if self.trust == "trusted":

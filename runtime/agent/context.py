@@ -455,7 +455,7 @@ def evidence_block(item) -> Block:
     # Shown under its cite, the id the runbook and skills tell the model to cite; what reads like
     # instructions in it is named in the manifest, as an MCP result's is.
     return Block(item.cite, "evidence", item.source, "untrusted", item.text, item.version,
-                 flags=tuple(instruction_flags(item.text)))
+                 flags=tuple(instruction_flags(item.text)), utility=item.utility)
 
 
 NOTIFICATION_LINES = 20
@@ -620,7 +620,7 @@ def assemble(
 def _item(b: Block, count: Callable[[str], int]) -> ManifestItem:
     return ManifestItem(
         block=b.label, kind=b.kind, source=b.source, trust=b.trust, version=b.version, sha256=b.sha256,
-        tokens=count(b.render()), flags=b.flags,
+        tokens=count(b.render()), flags=b.flags, utility=b.utility,
     )
 
 

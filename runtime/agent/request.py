@@ -82,7 +82,8 @@ def retrieve_evidence(
         for c in reversed(packed.selected)
     )
     left_out = tuple(
-        LeftOut(source=c.section.cite, kind="evidence", tokens=c.tokens, reason=reason) for c, reason in packed.left_out
+        LeftOut(source=c.section.cite, kind="evidence", tokens=c.tokens, reason=reason, utility=c.utility)
+        for c, reason in packed.left_out
     )
     return remembered + items, forgotten + left_out
 

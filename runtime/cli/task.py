@@ -414,8 +414,9 @@ def show_manifest(app: App, calls: list[ModelCalled], n: int, prompt: bool, as_j
     click.echo("")
     click.echo(
         table(
-            [(i.block, i.kind, i.source, i.trust, i.version, i.tokens, i.sha256[:12]) for i in manifest.items],
-            ["BLOCK", "KIND", "SOURCE", "TRUST", "VERSION", "TOKENS", "SHA256"],
+            [(i.block, i.kind, i.source, i.trust, i.version, i.tokens, _score(i.utility), i.sha256[:12])
+             for i in manifest.items],
+            ["BLOCK", "KIND", "SOURCE", "TRUST", "VERSION", "TOKENS", "UTILITY", "SHA256"],
         )
     )
     flagged = [(i.block, flag) for i in manifest.items for flag in i.flags]
@@ -426,10 +427,14 @@ def show_manifest(app: App, calls: list[ModelCalled], n: int, prompt: bool, as_j
         click.echo("\nleft out:")
         click.echo(
             table(
-                [(o.source, o.kind, o.tokens, o.reason) for o in manifest.left_out],
-                ["SOURCE", "KIND", "TOKENS", "WHY"],
+                [(o.source, o.kind, o.tokens, _score(o.utility), o.reason) for o in manifest.left_out],
+                ["SOURCE", "KIND", "TOKENS", "UTILITY", "WHY"],
             )
         )
+
+
+def _score(utility: float | None) -> str:
+    return "-" if utility is None else f"{utility:g}"
 
 
 @task.command()

@@ -29,23 +29,36 @@ class ManifestItem(_Value):
     # What reads like instructions inside an untrusted block (an MCP tool's result saying "ignore your
     # rules"): the model sees it fenced as data all the same; a person reading the manifest sees it named.
     flags: tuple[str, ...] = ()
+    # The utility a ranked block (evidence) scored: relevance x authority x freshness - penalties.
+    utility: float | None = None
 
     @model_serializer(mode="wrap")
     def _flags_only_when_any(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Left out when empty, so every manifest recorded before flags existed is written the same way.
-        data = handler(self)
-        if not data.get("flags"):
-            data.pop("flags", None)
-        return data
+        # Left out when empty, so every manifest recorded before flags and scores existed is written the
+        # same way.
+        return _without_unset(handler(self), "flags", "utility")
 
 
 class LeftOut(_Value):
-    """A candidate that did not go into the request, and why."""
+    """A candidate that did not go into the request, and why; a ranked one (evidence) with its score."""
 
     source: str
     kind: ItemKind
     tokens: int = Field(ge=0)
     reason: str
+    utility: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _utility_only_when_scored(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out when unscored, so every manifest recorded before scores existed is written the same way.
+        return _without_unset(handler(self), "utility")
+
+
+def _without_unset(data: dict[str, Any], *fields: str) -> dict[str, Any]:
+    for name in fields:
+        if data.get(name) in (None, (), []):
+            data.pop(name, None)
+    return data
 
 
 class TokenBuckets(_Value):

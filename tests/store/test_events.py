@@ -95,3 +95,14 @@ def test_a_manifest_item_without_flags_is_written_as_before_flags_existed_and_on
     )
     flagged = item.model_copy(update={"flags": ("tells the model to ignore its instructions",)})
     assert ManifestItem.model_validate_json(flagged.model_dump_json()) == flagged
+    scored = item.model_copy(update={"utility": 0.75})
+    assert ManifestItem.model_validate_json(scored.model_dump_json()) == scored
+
+
+def test_a_left_out_item_without_a_score_is_written_as_before_scores_existed() -> None:
+    from store.events import LeftOut
+
+    item = LeftOut(source="skill:x", kind="skill", tokens=0, reason="over the skill budget")
+    assert item.model_dump_json() == '{"source":"skill:x","kind":"skill","tokens":0,"reason":"over the skill budget"}'
+    scored = item.model_copy(update={"kind": "evidence", "utility": 0.1})
+    assert LeftOut.model_validate_json(scored.model_dump_json()) == scored
