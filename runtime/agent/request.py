@@ -78,6 +78,10 @@ def retrieve_evidence(
             text=c.section.text,
             utility=c.utility,
             tokens=c.tokens,
+            scope=c.section.scope or None,
+            relevance=c.relevance,
+            authority=c.section.authority,
+            freshness=c.freshness,
         )
         for c in reversed(packed.selected)
     )

@@ -237,7 +237,7 @@ class KnowledgeBase:
         return [
             evidence.Section(
                 cite=c.cite, doc_id=c.doc_id, version=c.version, title=c.title, text=c.text,
-                tenants=frozenset(c.tenants), authority=c.authority, current=c.current,
+                tenants=frozenset(c.tenants), authority=c.authority, current=c.current, scope=c.scope,
             )
             for c in found
         ]

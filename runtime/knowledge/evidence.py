@@ -46,6 +46,8 @@ class Section:
     tenants: frozenset[str]
     authority: float
     current: bool
+    # The permission scope the knowledge base keeps it in; empty for a section from elsewhere (MCP).
+    scope: str = ""
 
     def allowed_for(self, tenant: str) -> bool:
         return "*" in self.tenants or tenant in self.tenants
@@ -56,6 +58,9 @@ class Scored:
     section: Section
     utility: float
     tokens: int
+    # The factors of the utility that are not the section's own (authority is): for the record.
+    relevance: float = 0.0
+    freshness: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -252,16 +257,16 @@ def retrieve(
             return rel * s.authority - risk(s)
         return rel * s.authority * weights.stale_freshness - weights.stale_penalty - risk(s)
 
-    scored = [(base(s, rel), s) for s, rel in zip(allowed, relevant, strict=True)]
-    floor = max(min_utility, min_share * max((b for b, _ in scored), default=0.0))
-    ranked = sorted(((b, s) for b, s in scored if s.cite not in exclude), key=lambda p: (-p[0], p[1].cite))
+    scored = [(base(s, rel), s, rel) for s, rel in zip(allowed, relevant, strict=True)]
+    floor = max(min_utility, min_share * max((b for b, _, _ in scored), default=0.0))
+    ranked = sorted((p for p in scored if p[1].cite not in exclude), key=lambda p: (-p[0], p[1].cite))
     selected: list[Scored] = []
     left_out: list[tuple[Scored, str]] = []
     chosen_docs: set[str] = set()
     used = 0
-    for b, s in ranked:
+    for b, s, rel in ranked:
         utility = round(b - (weights.redundancy if s.doc_id in chosen_docs else 0.0), 4)
-        c = Scored(s, utility, count(s.text))
+        c = Scored(s, utility, count(s.text), round(rel, 4), 1.0 if s.current else weights.stale_freshness)
         if utility <= 0:
             left_out.append((c, "not useful for this decision (utility <= 0)"))
         elif utility < floor:

@@ -110,6 +110,17 @@ class EvidenceItem(_Value):
     text: str
     utility: float
     tokens: int = Field(ge=0)
+    # Where a ranked section came from and what its utility is made of: the permission scope it was
+    # retrieved in, and relevance x authority x freshness before the penalties. Unset for memories and
+    # examples, and in items recorded before they existed, which are written the same way.
+    scope: str | None = None
+    relevance: float | None = None
+    authority: float | None = None
+    freshness: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _provenance_only_when_known(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_unset(handler(self), "scope", "relevance", "authority", "freshness")
 
 
 class ContextTrimmed(Event):

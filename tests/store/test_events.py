@@ -106,3 +106,15 @@ def test_a_left_out_item_without_a_score_is_written_as_before_scores_existed() -
     assert item.model_dump_json() == '{"source":"skill:x","kind":"skill","tokens":0,"reason":"over the skill budget"}'
     scored = item.model_copy(update={"kind": "evidence", "utility": 0.1})
     assert LeftOut.model_validate_json(scored.model_dump_json()) == scored
+
+
+def test_an_evidence_item_without_provenance_is_written_as_before_provenance_existed() -> None:
+    from store.events import EvidenceItem
+
+    item = EvidenceItem(cite="memory:m-1", source="memory:user_stated", sha256="a", text="t", utility=1.0, tokens=1)
+    assert item.model_dump_json() == (
+        '{"cite":"memory:m-1","source":"memory:user_stated","version":null,"sha256":"a","text":"t","utility":1.0,'
+        '"tokens":1}'
+    )
+    ranked = item.model_copy(update={"scope": "general", "relevance": 0.5, "authority": 1.0, "freshness": 0.2})
+    assert EvidenceItem.model_validate_json(ranked.model_dump_json()) == ranked

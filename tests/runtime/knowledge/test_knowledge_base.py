@@ -171,6 +171,10 @@ def test_a_support_task_is_shown_only_its_tenants_documents(store, data_dir, tmp
     considered = [i.cite for i in retrieved.items] + [o.source for o in retrieved.left_out]
     assert [i.cite for i in retrieved.items] == [REVOKED]
     assert not any("globex" in c for c in considered)
+    # Each item says where it came from and what its utility is made of.
+    [item] = retrieved.items
+    assert item.scope == folder_scope(folder) and (item.authority, item.freshness) == (1.0, 1.0)
+    assert item.utility == pytest.approx(item.relevance * item.authority * item.freshness, abs=1e-3)
 
 
 def test_the_cli_adds_lists_and_searches_and_refuses_bad_input_in_one_line(agentd, tmp_path) -> None:
