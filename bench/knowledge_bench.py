@@ -50,7 +50,7 @@ def write_documents(folder: Path, chunks: int, rng: random.Random, vocabulary: l
 
 def run(size: int, queries: int) -> None:
     from runtime.agent.request import injection_risk
-    from runtime.knowledge.weights import Weights
+    from runtime.evidence_weights import Weights
 
     weights = Weights()
     from runtime.artifacts import ArtifactStore

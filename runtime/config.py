@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, PrivateAttr, Val
 
 from runtime import data_folder, model_name, policy_name, secrets
 from runtime.errors import ConfigError
-from runtime.knowledge.weights import Weights
+from runtime.evidence_weights import Weights
 from runtime.mcp_settings import McpSettings
 from runtime.secrets import patterns as secret_patterns
 

@@ -19,11 +19,11 @@ from runtime.agent import proposal
 from runtime.agent.loop import Runtime, run_task
 from runtime.agent.plugins import load
 from runtime.artifacts import ArtifactStore
+from runtime.evidence_weights import Weights
 from runtime.harness.tasks import submit_task
 from runtime.inference.local import LocalModel
 from runtime.inference.model_file import smoke_model_path
 from runtime.inference.scripted import ScriptedModel
-from runtime.knowledge.weights import Weights
 from runtime.tools import ToolContext, execute
 from runtime.tools.schema import inline_schema
 from store import NO_STREAM, EventStore, archive

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Protocol
 from runtime.agent import progress as progress_
 from runtime.agent.profiles import Profile
 from runtime.artifacts import ArtifactStore
+from runtime.evidence_weights import Weights
 from runtime.inference.model import Model
 from runtime.knowledge import evidence
 from runtime.knowledge.base import KnowledgeBase, folder_scope
-from runtime.knowledge.weights import Weights
 from runtime.secrets import Secrets
 from runtime.tools import ToolContext, ToolRegistry, snapshot
 from store import EventStore

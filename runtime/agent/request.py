@@ -18,8 +18,8 @@ from runtime.agent.rules import asked_for
 from runtime.agent.view import TaskView
 from runtime.artifacts import ref_for
 from runtime.errors import ContextOverflow
+from runtime.evidence_weights import DEFAULT as DEFAULT_WEIGHTS
 from runtime.knowledge import evidence
-from runtime.knowledge.weights import DEFAULT as DEFAULT_WEIGHTS
 from runtime.mcp.tool import contract_of
 from runtime.skills import activation
 from runtime.skills.review import instruction_flags

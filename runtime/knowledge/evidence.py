@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from runtime.errors import ConfigError
-from runtime.knowledge.weights import DEFAULT as DEFAULT_WEIGHTS, Weights
+from runtime.evidence_weights import DEFAULT as DEFAULT_WEIGHTS, Weights
 from store.knowledge import Chunk
 
 # A section longer than this many words is cut at paragraph boundaries: one chunk should be one thing

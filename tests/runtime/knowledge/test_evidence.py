@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from runtime.agent.request import injection_risk
+from runtime.evidence_weights import Weights
 from runtime.knowledge.evidence import load_folder, retrieve
-from runtime.knowledge.weights import Weights
 from runtime.skills.review import instruction_flags
 
 
