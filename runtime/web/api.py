@@ -410,11 +410,16 @@ def answer(obj: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(to_jsonable(obj), status_code=status)
 
 
+# The largest seq a database can hold (a signed 64-bit integer): a larger `after` is no seq at all, and
+# handed to the driver it would overflow into a server error.
+SEQ_MAX = 2**63 - 1
+
+
 def _count(value: str | None, default: int) -> int:
     # Absent is the default; present and empty (`?after=`) is no whole number, as the document says.
     if value is None:
         return default
-    if not value.isdigit():
+    if not value.isdigit() or int(value) > SEQ_MAX:
         raise ValueError(value)
     return int(value)
 
@@ -499,7 +504,7 @@ def openapi_document() -> dict[str, Any]:
         "/events": {"get": {
             "operationId": "listEvents", "summary": "Events after a seq, oldest first",
             "parameters": [{"name": n, "in": "query", "schema": s} for n, s in (
-                ("after", {"type": "integer", "minimum": 0}),
+                ("after", {"type": "integer", "minimum": 0, "maximum": SEQ_MAX}),
                 ("limit", {"type": "integer", "minimum": 1, "maximum": EVENTS_LIMIT_MAX}),
                 ("task", {"type": "string"}))],
             "responses": {**ok({"type": "array", "items": _EVENT}), **problems}}},
