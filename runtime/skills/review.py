@@ -471,13 +471,12 @@ INSTRUCTIONS = _patterns(
 # Text that dresses as something other than data: a chat template's role markers, and the labels agentd
 # gives its own blocks and notices (context.py). Neutralized where they are shown (blocks.neutralize
 # breaks the special tokens and the data fence), and flagged, so that a document or a tool result that
-# carries them ranks lower and a person reading the manifest sees why.
+# carries them ranks lower and a person reading the manifest sees why. Only the labels that frame a
+# request's instruction, decision and data: those named like HTML elements or common words (summary,
+# tools, changes) would flag honest text, and an MCP tool whose description is flagged is not offered.
 _ROLE = "imitates a chat role's marker"
 _HARNESS = "imitates agentd's own labels"
-_AGENTD_TAGS = (
-    "request|decision|notifications|rejected|step|data|instructions|tools|skills|facts|changes|summary|"
-    "workspace|matches|evidence"
-)
+_AGENTD_TAGS = "request|decision|notifications|rejected|step|data"
 IMPERSONATIONS = _patterns(
     (r"<\|\s*(?:im_start|im_end|im_sep|endoftext|eot_id|start_header_id|end_header_id|system|user|assistant)"
      r"\s*\|>|\[/?INST\]|<</?SYS>>", _ROLE),
