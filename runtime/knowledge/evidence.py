@@ -252,10 +252,11 @@ def retrieve(
     allowed = [s for s in sections if s.allowed_for(tenant)]
     relevant = reranked(rerank, query, allowed) if rerank is not None else [relevance(q, s) for s in allowed]
 
+    def freshness(s: Section) -> float:
+        return 1.0 if s.current else weights.stale_freshness
+
     def base(s: Section, rel: float) -> float:
-        if s.current:
-            return rel * s.authority - risk(s)
-        return rel * s.authority * weights.stale_freshness - weights.stale_penalty - risk(s)
+        return rel * s.authority * freshness(s) - (0.0 if s.current else weights.stale_penalty) - risk(s)
 
     scored = [(base(s, rel), s, rel) for s, rel in zip(allowed, relevant, strict=True)]
     floor = max(min_utility, min_share * max((b for b, _, _ in scored), default=0.0))
@@ -266,7 +267,7 @@ def retrieve(
     used = 0
     for b, s, rel in ranked:
         utility = round(b - (weights.redundancy if s.doc_id in chosen_docs else 0.0), 4)
-        c = Scored(s, utility, count(s.text), round(rel, 4), 1.0 if s.current else weights.stale_freshness)
+        c = Scored(s, utility, count(s.text), round(rel, 4), freshness(s))
         if utility <= 0:
             left_out.append((c, "not useful for this decision (utility <= 0)"))
         elif utility < floor:

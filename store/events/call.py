@@ -33,7 +33,7 @@ class ManifestItem(_Value):
     utility: float | None = None
 
     @model_serializer(mode="wrap")
-    def _flags_only_when_any(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _set_fields_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Left out when empty, so every manifest recorded before flags and scores existed is written the
         # same way.
         return _without_unset(handler(self), "flags", "utility")
