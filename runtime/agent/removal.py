@@ -5,8 +5,8 @@ Seen on the default model: for 'Add the line "- water the plants" to todo.txt' i
 another run wrote the new line alone over the list. A line a change removes is one the request
 touches when every word it loses is one the request names, one corrected in its place (a typo fixed),
 or the value of a field the request names (a port, a version); a line that loses no word but
-changes all the same (its list marker or a comma gone) is touched only when the request names a word
-of it. Any other line removed is a loss the
+changes all the same (its list marker or a comma gone) is touched only when the request names it by a
+word of it: one few of the file's lines hold, which the change did not bring. Any other line removed is a loss the
 user did not ask for, and the call is refused with the lines and the tools that add without removing.
 A request that asks to remove, clear, move or rewrite, or to replace a whole file or list, is taken at
 its word: nothing is refused. Lines the task itself put in the file (a file it created, a line it
@@ -55,6 +55,8 @@ _WORD = re.compile(r"[a-z0-9]{2,}")
 TYPO = 0.8
 # The shortest word that names a line whose words all stay: "send", "bold", not "the" or "my".
 NAMING = 4
+# A word held by more of a file's lines than this (or a quarter of them, in a long file) names none of them.
+FEW = 2
 MARKER = "which the request does not touch"
 # A line of this many tokens, none left after the change, was deleted (a lone value, "8080", may be replaced).
 DELETED = 2
@@ -111,6 +113,7 @@ def untouched(
     others = [line for line in (_lines(known) if known is not None else gone) if len(_tokens(line)) >= DELETED]
     put = {t for line in added for t in _tokens(line)}
     words_put = {w for t in put for w in _WORD.findall(t)}
+    naming = _naming(request, gone, added, _lines(known) if known is not None else gone)
     lost_lines = []
     for line in gone:
         tokens = _tokens(line)
@@ -142,10 +145,31 @@ def untouched(
             # request names: seen on the default model on an unseen suite, "Add a row: ..., observer Mila"
             # and an edit that joined the other seven rows onto the first one, whose observer was Mila too.
             if all(t in put for t in tokens) and (_joined(line, added, others) or not any(
-                len(w) >= NAMING and w in asked for t in tokens for w in _WORD.findall(t)
+                n in naming for n in _names(line)
             )):
                 lost_lines.append(line)
     return lost_lines
+
+
+def _naming(request: str, gone: Sequence[str], added: Sequence[str], lines: Sequence[str]) -> set[str]:
+    """The request's words and tokens (a date, a version) that can name one line of the file: long enough
+    to name anything, held by few of its lines, and not put in by the change itself.
+
+    Seen on the default model on an unseen suite: asked to add a row whose observer was Femke, it ran
+    `edit_file` with a row `823,...,Femke` as its old text and that row with `,4,Femke` on the end as its
+    new. The request's "Femke" is in four of the file's six rows and came in with the change: it names
+    the new row, not the one changed, and neither does a year every row holds."""
+    asked = set(_names(request))
+    came = Counter(n for line in added for n in _names(line))
+    came.subtract(n for line in gone for n in _names(line))
+    held = Counter(n for line in lines for n in set(_names(line)))
+    most = max(FEW, len(lines) // 4)
+    return {n for n in asked if len(n) >= NAMING and came[n] <= 0 and held[n] <= most}
+
+
+def _names(text: str) -> list[str]:
+    """The tokens of a text and the words inside them: "2026-04-28" and "2026"."""
+    return [n for t in _tokens(text) for n in {t, *_WORD.findall(t)}]
 
 
 def _joined(line: str, added: Sequence[str], others: Sequence[str]) -> bool:

@@ -218,3 +218,24 @@ def test_a_line_joined_with_other_lines_of_the_file_is_a_loss_whatever_words_the
     marked = {"path": "data/sightings.csv", "old": rows[1], "new": rows[1] + ",checked"}
     assert removal.refusal("Mark the coot row of data/sightings.csv as checked", EditFile.contract, marked,
                            _log(READ_SIGHTINGS)) is None
+
+
+def test_a_row_extended_with_the_new_rows_fields_is_a_loss_though_the_request_names_a_word_of_it() -> None:
+    # Seen on the default model on an unseen suite: asked to add a row whose observer was Femke, it put
+    # ",4,Femke" on the end of an existing row whose observer was Femke too.
+    rows = SIGHTINGS.splitlines()[1:]
+    extended = {"path": "data/sightings.csv", "old": rows[0], "new": rows[0] + ",5,Mila"}
+    why = removal.refusal(ADD_ROW, EditFile.contract, extended, _log(READ_SIGHTINGS), ["append_file"])
+    assert why is not None and "'870,2026-04-05,starling,46,Mila'" in why
+
+
+def test_a_word_most_rows_hold_names_none_of_them() -> None:
+    # "Mila" is the observer of six of the eight rows, "2026" is in every one: neither names the row.
+    rows = SIGHTINGS.splitlines()[1:]
+    marked = {"path": "data/sightings.csv", "old": rows[0], "new": rows[0] + ",checked"}
+    for request in ("Mark Mila's row of data/sightings.csv as checked", "Mark the 2026 row as checked"):
+        assert removal.refusal(request, EditFile.contract, marked, _log(READ_SIGHTINGS)) is not None, request
+    # The one row of the wren, or the one on 2026-04-28, is named.
+    wren = {"path": "data/sightings.csv", "old": rows[2], "new": rows[2] + ",checked"}
+    for request in ("Mark the wren row as checked", "Mark the row of 2026-04-28 as checked"):
+        assert removal.refusal(request, EditFile.contract, wren, _log(READ_SIGHTINGS)) is None, request
