@@ -170,6 +170,13 @@ def unbacked(answer: str, records: Sequence[Recorded], fetch: Fetch | None = Non
                 f'the answer says "{_clip(clause)}", but {path} has "{_clip(text, 40)}" as often as before the '
                 f"task: where it stands, {UNBACKED}"
             )
+    unset = not_set(asked_set(request), records, fetch)
+    if unset is not None:
+        (field, value), paths = unset
+        return (
+            f'the answer says "{_clip(claimed[0][0])}", but no line of {", ".join(paths)} has "{field}" with '
+            f'"{value}", as the request asks: where it stands, {UNBACKED}'
+        )
     return None
 
 
@@ -290,6 +297,79 @@ def still_there(
         ):
             return old, had[0][0]
     return None
+
+
+# A request to give a named field a value: "set retries to 11", "bump the project version to 0.8.0",
+# "change the timeout in settings.yaml to 30s". The value is a bare token with a digit in it: a quoted
+# text is a text put in ("change the heading to 'Release 2.0'"), a bare word ("set the level to debug")
+# may be anything, and "from X to Y" is a swap, which `still_there` reads.
+_SETTING = re.compile(
+    r"\b(?:set|change|update|bump|increase|raise|lower|decrease|reduce|adjust)\s+"
+    # The field's words stop at a clause's end; a dot inside a name ("settings.yaml") does not end one.
+    r"((?:[^.,;:!?\n'\"`]|\.(?=\S)){1,60}?)\s+to\s+([\w+-]*\d[\w.+-]*)",
+    re.IGNORECASE,
+)
+# Words that name no field: "the value of retries", "the setting for port", "the first row's count".
+_NOT_FIELD = frozenset(
+    "the a an of for in on at to my our its it this that these those value values setting settings field "
+    "key option entry entries number file first last new old current item line row column".split()
+)
+
+
+def asked_set(request: str) -> list[tuple[tuple[str, ...], str]]:
+    """The fields `request` asks to be given a value, each as the words that may name it with the value:
+    "Set the retries in config.json to 11" is (("retries", "config", "json"), "11")."""
+    out = []
+    for m in _SETTING.finditer(request):
+        words = tuple(w for w in _WORDS.findall(m.group(1).lower()) if w not in _NOT_FIELD)
+        fields = tuple(w for w in words if w.isalpha() and len(w) >= 3)
+        if fields and "from" not in words:
+            out.append((fields, m.group(2).rstrip(".")))
+    return out
+
+
+def not_set(
+    settings: Sequence[tuple[tuple[str, ...], str]], records: Sequence[Recorded], fetch: Fetch | None
+) -> tuple[tuple[str, str], list[str]] | None:
+    """The first field asked a value that no line of the files the task changed holds with that value
+    after its changes, while a line of them held the field before: (field word, value) and those files.
+    None when each is set, or nothing can be said (no file changed, no file had the field, bytes not
+    found). Seen on the default model on an unseen suite: "Set retries to 11" turned `"retries": 9` into
+    `"11": 9`, and the answer said the settings were updated to include retries of 11."""
+    if fetch is None or not settings:
+        return None
+    first: dict[str, str | None] = {}
+    last: dict[str, str | None] = {}
+    for rec in since_message(records):
+        e = rec.event
+        if isinstance(e, FileChanged):
+            first.setdefault(e.path, e.before_sha256)
+            last[e.path] = e.after_sha256
+    files = [(path, _decoded(fetch, first[path]), _decoded(fetch, last[path])) for path in first]
+    for words, value in settings:
+        had = [(path, field, after) for path, before, after in files
+               if before is not None and (field := _field(before, words)) is not None]
+        given = re.compile(rf"(?<![\d.]){re.escape(value)}(?!\w|\.\d)", re.IGNORECASE)
+        if had and not any(
+            after is not None and any(_field(line, words) and given.search(line) for line in after.splitlines())
+            for _, _, after in had
+        ):
+            return (had[0][1], value), [path for path, _, _ in had]
+    return None
+
+
+def _field(text: str, words: Sequence[str]) -> str | None:
+    """The first of `words` that `text` holds as a word of its own ("log" in "log_level = 1"), or None."""
+    held = set(_WORDS.findall(text.lower()))
+    return next((w for w in words if w in held), None)
+
+
+def _decoded(fetch: Fetch, sha256: str | None) -> str | None:
+    data = fetch(sha256) if sha256 else None
+    try:
+        return data.decode("utf-8") if data is not None else None
+    except UnicodeDecodeError:
+        return None
 
 
 def _clip(text: str, n: int = 80) -> str:

@@ -272,3 +272,49 @@ def test_any_refusal_in_the_task_is_agentds_words_but_its_tool_name_alone_is_not
                 "there is no tool 'grep' in this step; the tools are: read_file"]
     assert context.echoes_instructions("was already called with exactly these arguments (call c1)", refusals)
     assert not context.echoes_instructions("I used read_file to read todo.txt, which lists two items.", refusals)
+
+
+CONFIG = b'{\n  "name": "birds",\n  "retries": 9,\n  "port": 9840\n}\n'
+
+
+def test_a_claim_is_unbacked_while_no_line_gives_the_field_the_request_names_its_value() -> None:
+    # Seen on the default model on an unseen suite: "Set retries to 11" turned `"retries": 9` into `"11": 9`,
+    # and the answer said the settings were updated to include retries of 11.
+    wrong, stored = _changed(CONFIG, CONFIG.replace(b'"retries"', b'"11"'))
+    answer = "The configuration settings have been updated to include retries of 11."
+    why = claims.unbacked(answer, wrong, stored.get, "Set retries to 11 in config/app.json")
+    assert why is not None and why.endswith("nothing was changed"), why
+    assert 'no line of helpers.py has "retries" with "11"' in why
+    right, stored_right = _changed(CONFIG, CONFIG.replace(b"9,", b"11,"))
+    assert claims.unbacked(answer, right, stored_right.get, "Set retries to 11 in config/app.json") is None
+    # A value that only starts the same is not the value: 110 is not 11, 0.8.0 is not 0.8.
+    near, stored_near = _changed(CONFIG, CONFIG.replace(b"9,", b"110,"))
+    assert claims.unbacked(answer, near, stored_near.get, "Set retries to 11") is not None
+
+
+@pytest.mark.parametrize(("request_", "asked"), [
+    ("Set retries to 11 in config/app.json", [(("retries",), "11")]),
+    ("Bump the project version to 0.8.0.", [(("project", "version"), "0.8.0")]),
+    ("Change the log_level in settings.yaml to 3", [(("log", "level", "yaml"), "3")]),
+    ("Increase the count for the heron row to 6", [(("count", "heron"), "6")]),
+    # A swap, a text put in, a bare word, a value with no field named: nothing asked set.
+    ("Change the port from 8080 to 9090", []),
+    ("Change the heading to 'Release 2.0'", []),
+    ("Set the log level to debug", []),
+    ("Change 8080 to 9090", []),
+    ("Rename parse2 to load2", []),
+])
+def test_the_fields_a_request_asks_a_value_for(request_: str, asked: list) -> None:
+    assert claims.asked_set(request_) == asked
+
+
+def test_a_field_no_changed_file_held_is_not_held_to_its_value() -> None:
+    # The request's field is in no file the task changed: nothing can be said from these files.
+    notes = b"- buy milk\n"
+    changed, stored = _changed(notes, notes + b"- 11 apples\n")
+    assert claims.unbacked("I updated the list.", changed, stored.get, "Set retries to 11") is None
+    # Bumped where the file names the field in a word of its own: `version = "0.8.0"`.
+    toml = b'[project]\nname = "tidy"\nversion = "0.7.4"\n'
+    bumped, stored_bumped = _changed(toml, toml.replace(b"0.7.4", b"0.8.0"))
+    assert claims.unbacked("The version was bumped to 0.8.0.", bumped, stored_bumped.get,
+                           "Bump the project version to 0.8.0") is None
