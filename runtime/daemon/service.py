@@ -31,6 +31,9 @@ from runtime.web.app import create_app
 
 log = logs.get_logger("agentd.daemon")
 
+# Seconds a stop waits for the page's open requests before it cancels them.
+GRACE_S = 5
+
 
 def page_address(settings: Settings) -> str:
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
@@ -119,6 +122,9 @@ async def run(
         log_config=None,
         lifespan="off",
         access_log=False,
+        # A stop waits this long for open requests, then cancels them: whatever a browser holds open, the
+        # stop ends, and the page's streams end within a poll of their own anyway.
+        timeout_graceful_shutdown=GRACE_S,
     )
 
     def started() -> None:

@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 from starlette.datastructures import MutableHeaders
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
@@ -412,7 +412,14 @@ class _Page:
     # -- live updates ----------------------------------------------------------------------------
 
     async def stream(self, request: Request) -> Response:
-        headers = {"X-Accel-Buffering": "no"}
+        # A browser reconnects an event stream that ended, 2 s later, on a connection it keeps open: one
+        # the stopping server never told to close kept it busy with new streams, and `agentd stop` waited
+        # on it (seen in CI: over 60 s). While stopping, a stream is refused, which an EventSource does not
+        # retry; and each stream's connection closes with it, so a retry needs a new one, which a stopping
+        # server no longer accepts.
+        if self.stopping():
+            return PlainTextResponse("agentd is stopping", status_code=503, headers={"Connection": "close"})
+        headers = {"X-Accel-Buffering": "no", "Connection": "close"}
         stream = live.changes(self.store, request.app.state, self.stopping, self.board)
         return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
 

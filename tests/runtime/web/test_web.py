@@ -618,3 +618,17 @@ def test_where_several_workers_serve_the_tasks_page_names_the_worker_running_eac
     assert "<code>host-b:22:bbbbbb</code>" in page.split(f'href="/tasks/{held}"')[1].split("</tr>")[0]
     assert "<td>-</td>" in page.split(f'href="/tasks/{free}"')[1].split("</tr>")[0]
     assert_nothing_raw(response)
+
+
+def test_a_stream_asked_for_while_agentd_stops_is_refused_so_the_browser_does_not_retry(store, token) -> None:
+    # An EventSource retries a stream that ended, but not one refused: the retries kept `agentd stop` waiting.
+    client = login(create_app(store, "test-model", token=token, tools=load([]).tools, stopping=lambda: True), token)
+    response = client.get("/stream")
+    assert response.status_code == 503 and response.headers["connection"] == "close"
+
+
+def test_each_stream_closes_its_connection_when_it_ends(served) -> None:
+    # A retry then needs a new connection, which a stopping server no longer takes.
+    _, _, _, client = served
+    with client.stream("GET", "/stream") as response:
+        assert response.status_code == 200 and response.headers["connection"] == "close"
