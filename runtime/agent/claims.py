@@ -172,11 +172,7 @@ def unbacked(answer: str, records: Sequence[Recorded], fetch: Fetch | None = Non
             )
     unset = not_set(asked_set(request), records, fetch)
     if unset is not None:
-        (field, value), paths = unset
-        return (
-            f'the answer says "{_clip(claimed[0][0])}", but no line of {", ".join(paths)} has "{field}" with '
-            f'"{value}", as the request asks: where it stands, {UNBACKED}'
-        )
+        return f'the answer says "{_clip(claimed[0][0])}", but {unset}: where it stands, {UNBACKED}'
     return None
 
 
@@ -330,12 +326,15 @@ def asked_set(request: str) -> list[tuple[tuple[str, ...], str]]:
 
 def not_set(
     settings: Sequence[tuple[tuple[str, ...], str]], records: Sequence[Recorded], fetch: Fetch | None
-) -> tuple[tuple[str, str], list[str]] | None:
-    """The first field asked a value that no line of the files the task changed holds with that value
-    after its changes, while a line of them held the field before: (field word, value) and those files.
-    None when each is set, or nothing can be said (no file changed, no file had the field, bytes not
-    found). Seen on the default model on an unseen suite: "Set retries to 11" turned `"retries": 9` into
-    `"11": 9`, and the answer said the settings were updated to include retries of 11."""
+) -> str | None:
+    """Why the first field asked a value does not have it in the files the task changed, where a line of
+    them held the field before: no line holds the field with the value after the task, or the line
+    that does was put in beside the field's old one (its key on one more line than before). None when
+    each is set, or nothing can be said (no file changed, no file had the field, bytes not found).
+
+    Seen on the default model on unseen suites: "Set retries to 11" turned `"retries": 9` into
+    `"11": 9`, and "Set timeout_seconds to 187" appended `timeout_seconds = 187` under
+    `timeout_seconds = 100`; both answered that the setting was updated."""
     if fetch is None or not settings:
         return None
     first: dict[str, str | None] = {}
@@ -347,15 +346,28 @@ def not_set(
             last[e.path] = e.after_sha256
     files = [(path, _decoded(fetch, first[path]), _decoded(fetch, last[path])) for path in first]
     for words, value in settings:
-        had = [(path, field, after) for path, before, after in files
-               if before is not None and (field := _field(before, words)) is not None]
         given = re.compile(rf"(?<![\d.]){re.escape(value)}(?!\w|\.\d)", re.IGNORECASE)
-        if had and not any(
-            after is not None and any(_field(line, words) and given.search(line) for line in after.splitlines())
-            for _, _, after in had
-        ):
-            return (had[0][1], value), [path for path, _, _ in had]
+        had = [(path, field, before, after) for path, before, after in files
+               if before is not None and (field := _field(before, words)) is not None]
+        holding = [(path, before, line) for path, _, before, after in had if after is not None
+                   for line in after.splitlines() if _field(line, words) and given.search(line)]
+        if had and not holding:
+            return f'no line of {", ".join(path for path, *_ in had)} has "{had[0][1]}" with "{value}"'
+        for path, before, line in holding:
+            key = _KEY.match(line)
+            after = next(a for where, _, _, a in had if where == path)
+            if key and _keyed(after, key.group(1)) > _keyed(before, key.group(1)) >= 1:
+                return f'{path} has "{key.group(1)}" on one more line than before: its old value is still there'
     return None
+
+
+# A setting's key at the start of its line: `port = 8080`, `port: 8080`, `"port": 8080`.
+_KEY = re.compile(r"""\s*["']?([\w.-]+)["']?\s*[:=]""")
+
+
+def _keyed(text: str, key: str) -> int:
+    """How many lines of `text` set `key`."""
+    return sum(1 for line in text.splitlines() if (m := _KEY.match(line)) and m.group(1) == key)
 
 
 def _field(text: str, words: Sequence[str]) -> str | None:

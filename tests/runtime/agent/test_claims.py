@@ -318,3 +318,21 @@ def test_a_field_no_changed_file_held_is_not_held_to_its_value() -> None:
     bumped, stored_bumped = _changed(toml, toml.replace(b"0.7.4", b"0.8.0"))
     assert claims.unbacked("The version was bumped to 0.8.0.", bumped, stored_bumped.get,
                            "Bump the project version to 0.8.0") is None
+
+
+def test_a_value_put_in_beside_the_fields_old_one_is_not_the_field_set() -> None:
+    # Seen on the default model on unseen seed 20261212: "Set timeout_seconds to 187" appended
+    # `timeout_seconds = 187` under `timeout_seconds = 100`, and the task completed.
+    toml = b'name = "birds"\ntimeout_seconds = 100\nretries = 6\n'
+    request = "Set timeout_seconds to 187 in settings.toml."
+    appended, stored = _changed(toml, toml + b"timeout_seconds = 187\n")
+    why = claims.unbacked("The timeout_seconds setting has been updated to 187.", appended, stored.get, request)
+    assert why is not None and 'has "timeout_seconds" on one more line than before' in why, why
+    replaced, stored_replaced = _changed(toml, toml.replace(b"100", b"187"))
+    assert claims.unbacked("The timeout_seconds setting has been updated to 187.", replaced, stored_replaced.get,
+                           request) is None
+    # A key set in two sections before (a port for the server, one for the database) is not one more.
+    yaml = b"server:\n  port: 8080\ndatabase:\n  port: 5432\n"
+    changed, stored_yaml = _changed(yaml, yaml.replace(b"8080", b"9090"))
+    assert claims.unbacked("The server port was set to 9090.", changed, stored_yaml.get,
+                           "Set the server port to 9090") is None
