@@ -322,7 +322,8 @@ class _Runner:
     async def _retrieve(self, trusted: Trusted, call_index: int) -> None:
         """Steps 3 and 4, recorded with the evidence's text so the task's later requests repeat it."""
         items, left_out = retrieve_evidence(self.rt, trusted, self.view.transcript)
-        if items:
+        # Recorded when all was left out as well: what was considered, and why none of it was shown.
+        if items or left_out:
             await self._append(EvidenceRetrieved(call_index=call_index, items=items, left_out=left_out))
 
     async def _admit_notifications(self, call_index: int) -> None:

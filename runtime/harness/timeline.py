@@ -132,8 +132,9 @@ _DESCRIBE: dict[type, Callable[[Any], tuple[str, str, str | None]]] = {
     ProposalAccepted: lambda e: ("proposal", f"proposal of call {e.call_index} accepted", _json(e.action)),
     ProposalRejected: lambda e: ("refusal", f"proposal of call {e.call_index} rejected (attempt {e.attempt})", e.error),
     EvidenceRetrieved: lambda e: (
-        "evidence", f"{len(e.items)} evidence item(s) for call {e.call_index}",
-        "\n".join(f"{i.cite} {i.source} ({i.tokens} tokens)" for i in e.items) or None,
+        "evidence", f"{len(e.items)} evidence item(s) for call {e.call_index}, {len(e.left_out)} left out",
+        "\n".join([*(f"{i.cite} {i.source} ({i.tokens} tokens)" for i in e.items),
+                   *(f"left out: {o.source}: {o.reason}" for o in e.left_out)]) or None,
     ),
     ToolCallProposed: _proposed,
     ToolCallStarted: lambda e: (

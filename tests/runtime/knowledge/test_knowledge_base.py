@@ -305,3 +305,18 @@ def test_the_same_text_added_to_another_scope_is_placed_there_as_a_new_version(b
     assert cites(base.candidates("revoked key", tenant="acme", scopes=["billing"]))[0].startswith("runbook/keys@v1+")
     [again] = base.add_paths([path], tenants=["acme"], scope="billing", by="cli:me")
     assert not again.new
+
+
+def test_evidence_all_left_out_is_recorded_with_why_none_was_shown(store, data_dir, tmp_path) -> None:
+    folder = tmp_path / "knowledge"
+    doc(folder, "keys.md", RUNBOOK)
+    rt = scripted_runtime(store, data_dir, [answer("I cannot tell from what I was shown.")])
+    rt.profiles["helpdesk"] = Profile(name="helpdesk", role="You answer questions.", knowledge=folder)
+    # No section fits in a budget of one token: every candidate is considered and none is shown.
+    rt.evidence_weights = rt.evidence_weights.model_copy(update={"budget_tokens": 1})
+    task_id = submit(store, tmp_path, "Why was my revoked key refused?", profile="helpdesk")
+    run(rt, task_id)
+    [retrieved] = events(store, task_id, EvidenceRetrieved)
+    assert retrieved.items == ()
+    assert REVOKED in [o.source for o in retrieved.left_out]
+    assert all(o.kind == "evidence" and o.reason for o in retrieved.left_out)

@@ -50,6 +50,9 @@ def test_a_forgotten_or_expired_memory_no_longer_loads(store, data_dir, tmp_path
     rt = scripted_runtime(store, data_dir, [answer("Nothing remembered.")])
     task_id = submit(store, tmp_path, "Where is my desk, and am I on leave?")
     assert run(rt, task_id) == "completed"
-    assert events(store, task_id, EvidenceRetrieved) == []
+    # Nothing is shown; the expired memory is recorded as considered and left out, with why.
+    [retrieved] = events(store, task_id, EvidenceRetrieved)
+    assert retrieved.items == ()
+    assert [o.reason.split(" at ")[0] for o in retrieved.left_out] == ["expired"]
     for prompt in rt.model.prompts:
         assert "window" not in prompt and "on leave this week" not in prompt
