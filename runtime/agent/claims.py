@@ -348,9 +348,9 @@ def not_set(
     for words, value in settings:
         given = re.compile(rf"(?<![\d.]){re.escape(value)}(?!\w|\.\d)", re.IGNORECASE)
         had = [(path, field, before, after) for path, before, after in files
-               if before is not None and (field := _field(before, words)) is not None]
+               if before is not None and (field := _setting(before, words)) is not None]
         holding = [(path, before, line) for path, _, before, after in had if after is not None
-                   for line in after.splitlines() if _field(line, words) and given.search(line)]
+                   for line in after.splitlines() if _setting(line, words) and given.search(line)]
         if had and not holding:
             return f'no line of {", ".join(path for path, *_ in had)} has "{had[0][1]}" with "{value}"'
         for path, before, line in holding:
@@ -370,9 +370,10 @@ def _keyed(text: str, key: str) -> int:
     return sum(1 for line in text.splitlines() if (m := _KEY.match(line)) and m.group(1) == key)
 
 
-def _field(text: str, words: Sequence[str]) -> str | None:
-    """The first of `words` that `text` holds as a word of its own ("log" in "log_level = 1"), or None."""
-    held = set(_WORDS.findall(text.lower()))
+def _setting(text: str, words: Sequence[str]) -> str | None:
+    """The first of `words` that a line of `text` sets, as a word of its key ("log" in "log_level = 1"),
+    or None. Only a key names the field: a CSV file's row holds its values, not the column's name."""
+    held = {w for line in text.splitlines() if (m := _KEY.match(line)) for w in _WORDS.findall(m.group(1).lower())}
     return next((w for w in words if w in held), None)
 
 

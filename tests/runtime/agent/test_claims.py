@@ -336,3 +336,16 @@ def test_a_value_put_in_beside_the_fields_old_one_is_not_the_field_set() -> None
     changed, stored_yaml = _changed(yaml, yaml.replace(b"8080", b"9090"))
     assert claims.unbacked("The server port was set to 9090.", changed, stored_yaml.get,
                            "Set the server port to 9090") is None
+
+
+def test_a_field_is_named_by_a_settings_key_not_by_a_word_anywhere_in_a_line() -> None:
+    # A CSV file names its columns in the header, and a row holds values only: no key says which is set.
+    rows = b"id,date,species,count,observer\n870,2026-04-05,heron,5,Mila\n"
+    changed, stored = _changed(rows, rows.replace(b"heron,5", b"heron,6"))
+    assert claims.unbacked("The count was changed to 6.", changed, stored.get,
+                           "Change the count of herons on 2026-04-05 to 6") is None
+    # A settings file's key does.
+    config = b"[server]\nport = 8080\n"
+    wrong, stored_wrong = _changed(config, config + b"# port 9090\n")
+    assert claims.unbacked("The port was changed to 9090.", wrong, stored_wrong.get,
+                           "Change the port in config/app.toml to 9090") is not None
