@@ -181,6 +181,8 @@ def _repeats(answer: str, choices: Choices, view: TaskView) -> bool:
         # failed: invalid_arguments; nothing was changed; answer saying what was done and what was not."
         or claims.copies(answer, (*choices.said, *view.rejections))
         or claims.restates(answer, goal.own_words(view.transcript.request))
+        # Where the request may change files, a text it quotes is what to put in, not an answer.
+        or (choices.changes_allowed and claims.quotes_back(answer, goal.own_words(view.transcript.request)))
         or claims.is_data(answer)
     )
 

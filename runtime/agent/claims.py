@@ -18,7 +18,8 @@ The checks read the task's events and the request's own instruction texts, never
 - An answer that copies agentd's own words (a tool's description, the instructions, the decision
   asked for) instead of answering. Seen: "Create or replace one text file in the workspace..." as the
   whole answer to "Create CONTRIBUTORS.txt listing Mila and Joost", with no file written.
-- An answer that is the request handed back, word for word or nearly (see `restates`).
+- An answer that is the request handed back, word for word or nearly (see `restates`), or a text it
+  quotes handed back whole (see `quotes_back`).
 - An answer that says nothing of what the program it ran printed: a short output with numbers in it, none
   of them in the answer (see `unquoted`). Refused once; the answer after it stands.
 - An answer that is data, not a sentence: a JSON object or list, as a tool's result is written, or a
@@ -452,6 +453,15 @@ def restates(answer: str, request: str) -> bool:
 
 # The share of an answer's words copied from the request that makes it the request handed back.
 RESTATED = 0.9
+
+
+def quotes_back(answer: str, request: str) -> bool:
+    """Whether `answer` is, whole, a text the request quotes: the line to add or the value to put in,
+    handed back instead of an answer. Seen on the default model on unseen suites, as the whole answer of
+    a task that changed nothing: "renew the parking permit" for "Add 'renew the parking permit' to my
+    todo list in notes/todo.txt."; and the line a new file was to hold, for a file never written."""
+    said = _WORDS.findall(answer.lower())
+    return bool(said) and any(_WORDS.findall(m.group(1).lower()) == said for m in re.finditer(_QUOTED, request))
 
 
 def _copied(answer: str, texts: Iterable[str], n: int, share: float, *, opening: bool) -> bool:

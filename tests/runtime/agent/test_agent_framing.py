@@ -499,3 +499,22 @@ def test_an_answer_copied_from_the_tail_of_a_refusal_is_no_answer_and_the_failed
     assert events(store, task_id, AnswerGiven) == []
     [escalated] = events(store, task_id, TaskEscalated)
     assert "edit_file failed: invalid_arguments; nothing was changed" in escalated.reason, escalated.reason
+
+
+def test_the_line_to_add_handed_back_as_the_answer_is_refused_and_the_retry_adds_it(
+    store, project_workspace, tmp_path
+) -> None:
+    # Seen on the default model on unseen seed 20261212: "renew the parking permit" as the whole answer of
+    # a task asked to add it, which changed nothing and completed.
+    (project_workspace / "todo.txt").write_text("- buy milk\n")
+    rt = framing_runtime(store, tmp_path, [
+        call("read_file", path="todo.txt"), answer("renew the parking permit", "result:c1"),
+        call("append_file", path="todo.txt", text="- renew the parking permit\n"),
+        answer("I added '- renew the parking permit' to todo.txt.", "result:c2"),
+    ])
+    task_id = submit(store, project_workspace, "Add 'renew the parking permit' to my todo list in todo.txt.",
+                     allowed_effects=("read", "write"))
+    assert run(rt, task_id) == "completed"
+    [refused] = events(store, task_id, ProposalRejected)
+    assert refused.error.startswith("the answer repeats what you were told")
+    assert (project_workspace / "todo.txt").read_text() == "- buy milk\n- renew the parking permit\n"

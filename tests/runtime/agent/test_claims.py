@@ -349,3 +349,14 @@ def test_a_field_is_named_by_a_settings_key_not_by_a_word_anywhere_in_a_line() -
     wrong, stored_wrong = _changed(config, config + b"# port 9090\n")
     assert claims.unbacked("The port was changed to 9090.", wrong, stored_wrong.get,
                            "Change the port in config/app.toml to 9090") is not None
+
+
+@pytest.mark.parametrize(("answer", "handed_back"), [
+    ("renew the parking permit", True),
+    ("'Renew the parking permit.'", True),
+    ("I added 'renew the parking permit' to notes/todo.txt.", False),
+    ("renew the parking", False),
+])
+def test_a_text_the_request_quotes_handed_back_whole_is_no_answer(answer: str, handed_back: bool) -> None:
+    request = "Add 'renew the parking permit' to my todo list in notes/todo.txt."
+    assert claims.quotes_back(answer, request) is handed_back
