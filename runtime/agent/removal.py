@@ -132,7 +132,8 @@ def untouched(
             corrected = token.isalpha() and any(
                 w.isalpha() and difflib.SequenceMatcher(None, token, w).ratio() >= TYPO for w in words_put
             )
-            field = i > 0 and tokens[i - 1] in asked
+            # A key of several words ("timeout_seconds", "log-level") is named by naming each of them.
+            field = i > 0 and bool(key := _WORD.findall(tokens[i - 1])) and all(w in asked for w in key)
             if not (named or corrected or field or not words):
                 lost_lines.append(line)
                 break

@@ -239,3 +239,18 @@ def test_a_word_most_rows_hold_names_none_of_them() -> None:
     wren = {"path": "data/sightings.csv", "old": rows[2], "new": rows[2] + ",checked"}
     for request in ("Mark the wren row as checked", "Mark the row of 2026-04-28 as checked"):
         assert removal.refusal(request, EditFile.contract, wren, _log(READ_SIGHTINGS)) is None, request
+
+
+def test_the_value_of_a_key_of_several_words_the_request_names_may_change() -> None:
+    # Seen on the default model on unseen seed 20261212: "Set timeout_seconds to 187" and the right edit
+    # refused, as the key "timeout_seconds" was not one of the request's words; the model then appended a
+    # second timeout_seconds line and said it was changed.
+    toml = 'name = "birds"\ntimeout_seconds = 100\nlog-level = 20\n'
+    read = ToolCallExecuted(call_id="c1", tool="read_file", status="ok",
+                            observation={"path": "settings.toml", "content": toml})
+    edit = {"path": "settings.toml", "old": "timeout_seconds = 100", "new": "timeout_seconds = 187"}
+    assert removal.refusal("Set timeout_seconds to 187 in settings.toml.", EditFile.contract, edit, _log(read)) is None
+    level = {"path": "settings.toml", "old": "log-level = 20", "new": "log-level = 30"}
+    assert removal.refusal("Set the log level to 30", EditFile.contract, level, _log(read)) is None
+    # Another key's value is still not the request's to change.
+    assert removal.refusal("Set the timeout to 30", EditFile.contract, level, _log(read)) is not None
