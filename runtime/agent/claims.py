@@ -15,6 +15,10 @@ The checks read the task's events and the request's own instruction texts, never
   from 8080 to 9090") when that text is, in every file the task changed that had it, there as often
   as before (see `taken_out`, `still_there`). Seen on the default model: a typo "corrected" with the
   typo still in README.md.
+- An answer that reports a change while the field the request asks a value for ("Set retries to 11")
+  has it on no line of the files the task changed, or on a line put in beside the field's old one
+  (see `not_set`). Seen on the default model on unseen suites: `"retries": 9` turned into `"11": 9`,
+  and a second `timeout_seconds` line appended under the first.
 - An answer that copies agentd's own words (a tool's description, the instructions, the decision
   asked for) instead of answering. Seen: "Create or replace one text file in the workspace..." as the
   whole answer to "Create CONTRIBUTORS.txt listing Mila and Joost", with no file written.

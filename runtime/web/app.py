@@ -412,11 +412,11 @@ class _Page:
     # -- live updates ----------------------------------------------------------------------------
 
     async def stream(self, request: Request) -> Response:
-        # A browser reconnects an event stream that ended, 2 s later, on a connection it keeps open: one
-        # the stopping server never told to close kept it busy with new streams, and `agentd stop` waited
-        # on it (seen in CI: over 60 s). While stopping, a stream is refused, which an EventSource does not
-        # retry; and each stream's connection closes with it, so a retry needs a new one, which a stopping
-        # server no longer accepts.
+        # Seen in CI: `agentd stop` held over 60 s with a page open, uvicorn waiting on a connection. What
+        # fits: a browser reconnects an event stream that ended, 2 s later, on a connection it keeps open,
+        # and one the stopping server never told to close stays busy with new streams. While stopping, a
+        # stream is refused, which an EventSource does not retry; and each stream's connection closes with
+        # it, so a retry needs a new one, which a stopping server no longer accepts.
         if self.stopping():
             return PlainTextResponse("agentd is stopping", status_code=503, headers={"Connection": "close"})
         headers = {"X-Accel-Buffering": "no", "Connection": "close"}
