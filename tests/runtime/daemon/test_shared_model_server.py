@@ -21,8 +21,8 @@ from tests.helpers.postgres import unreachable
 _WHY = unreachable()
 pytestmark = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
 
-# One task a worker: the sharing is the point, and on a loaded machine each of the server's queued
-# replies takes a minute or more (seen in CI: the second worker's tasks still running after 300 s).
+# One task a worker: the sharing is the point, and on a loaded machine a decision waits a minute or more
+# for the server's queued replies (seen in CI: the second worker's tasks still running after 300 s).
 TASKS_EACH = 1
 # Long enough for every queued reply on a machine shared with other jobs; a hang ends the wait as well.
 WAIT_S = 600

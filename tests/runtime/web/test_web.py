@@ -621,7 +621,7 @@ def test_where_several_workers_serve_the_tasks_page_names_the_worker_running_eac
 
 
 def test_a_stream_asked_for_while_agentd_stops_is_refused_so_the_browser_does_not_retry(store, token) -> None:
-    # An EventSource retries a stream that ended, but not one refused: the retries kept `agentd stop` waiting.
+    # An EventSource retries a stream that ended, but not one refused: retries fit a stop held in CI.
     client = login(create_app(store, "test-model", token=token, tools=load([]).tools, stopping=lambda: True), token)
     response = client.get("/stream")
     assert response.status_code == 503 and response.headers["connection"] == "close"
