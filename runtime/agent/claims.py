@@ -273,13 +273,7 @@ def still_there(
     the old one, the bytes are not to be found)."""
     if fetch is None or not swaps:
         return None
-    first: dict[str, str | None] = {}
-    last: dict[str, str | None] = {}
-    for rec in since_message(records):
-        e = rec.event
-        if isinstance(e, FileChanged):
-            first.setdefault(e.path, e.before_sha256)
-            last[e.path] = e.after_sha256
+    first, last = _spans(records)
     # Each file's bytes before the task's first change and after its last, fetched once for every text.
     files = [
         (path, fetch(sha) if sha else None, fetch(last[path]) if last[path] else b"") for path, sha in first.items()
@@ -342,13 +336,7 @@ def not_set(
     `timeout_seconds = 100`; both answered that the setting was updated."""
     if fetch is None or not settings:
         return None
-    first: dict[str, str | None] = {}
-    last: dict[str, str | None] = {}
-    for rec in since_message(records):
-        e = rec.event
-        if isinstance(e, FileChanged):
-            first.setdefault(e.path, e.before_sha256)
-            last[e.path] = e.after_sha256
+    first, last = _spans(records)
     files = [(path, _decoded(fetch, first[path]), _decoded(fetch, last[path])) for path in first]
     for words, value in settings:
         given = re.compile(rf"(?<![\d.]){re.escape(value)}(?!\w|\.\d)", re.IGNORECASE)
@@ -388,6 +376,19 @@ def _decoded(fetch: Fetch, sha256: str | None) -> str | None:
         return data.decode("utf-8") if data is not None else None
     except UnicodeDecodeError:
         return None
+
+
+def _spans(records: Sequence[Recorded]) -> tuple[dict[str, str | None], dict[str, str | None]]:
+    """Each file the task changed since the latest user message: its hash before the first change, and
+    after the last."""
+    first: dict[str, str | None] = {}
+    last: dict[str, str | None] = {}
+    for rec in since_message(records):
+        e = rec.event
+        if isinstance(e, FileChanged):
+            first.setdefault(e.path, e.before_sha256)
+            last[e.path] = e.after_sha256
+    return first, last
 
 
 def _clip(text: str, n: int = 80) -> str:
