@@ -55,6 +55,14 @@ _REPORTER = (
     r"successfully|now|just|already)"
 )
 _CLAIM = re.compile(rf"\b{_REPORTER}\s+(?:\w+\s+)?({_CHANGED})\b|^\s*({_CHANGED})\b", re.IGNORECASE)
+# A report in a note's style, a file or setting named and then the verb, with no one who did it:
+# "timeout_seconds changed: 1 line added", "todo.txt updated." Seen on the default model as the whole
+# answer after a second `timeout_seconds` line was appended under the first. Only a name with a dot, an
+# underscore or a slash opens one: "Sales increased." is a statement about data, not a change reported.
+_NOTED = re.compile(
+    rf"^\s*(?:the\s+)?(?:file\s+)?[\w-]*[._/][\w./-]*\w\s+(?:file\s+|setting\s+)?({_CHANGED})\b\s*(?:[:,(]|$)",
+    re.IGNORECASE,
+)
 # A report that the work as a whole succeeded ("the request was successfully processed", "Task completed")
 # claims the change the request asked for as surely as "was updated" does. Seen on the default model as
 # the whole answer to an append that never ran. Checked only where the task may change files.
@@ -87,10 +95,10 @@ _TAKING = frozenset(
 def _claims(answer: str) -> Iterator[tuple[str, str | None]]:
     """Each clause of `answer` that reports a change as made, with its verb where it names one."""
     for clause in _CLAUSE.split(answer):
-        for pattern in (_CLAIM, _SUCCESS):
+        for pattern in (_CLAIM, _NOTED, _SUCCESS):
             match = pattern.search(clause)
             if match and not _NEGATION.search(clause[: match.end()]):
-                verb = next((g for g in match.groups() if g), None) if pattern is _CLAIM else None
+                verb = next((g for g in match.groups() if g), None) if pattern is not _SUCCESS else None
                 yield clause.strip(), verb.lower() if verb else None
                 break
 
@@ -175,7 +183,7 @@ def unbacked(answer: str, records: Sequence[Recorded], fetch: Fetch | None = Non
                 f'the answer says "{_clip(clause)}", but {path} has "{_clip(text, 40)}" as often as before the '
                 f"task: where it stands, {UNBACKED}"
             )
-    unset = not_set(asked_set(request), records, fetch)
+    unset = not_set(asked_set(request), records, fetch) or not_put(asked_in(request), records, fetch)
     if unset is not None:
         return f'the answer says "{_clip(claimed[0][0])}", but {unset}: where it stands, {UNBACKED}'
     return None
@@ -351,6 +359,82 @@ def not_set(
             after = next(a for where, _, _, a in had if where == path)
             if key and _keyed(after, key.group(1)) > _keyed(before, key.group(1)) >= 1:
                 return f'{path} has "{key.group(1)}" on one more line than before: its old value is still there'
+    return None
+
+
+# A request's own ways to dictate the text a file is to hold. A quoted text right after a verb that puts
+# text in, with at most a few words between and none of them a preposition ("Add 'water the plants' to
+# todo.txt", "Append a new item \"x\"", "Add the line '- x'"): in "write the output of 'python3 app.py'"
+# the quote is what to run, not what to write. Or a quoted text, or the rest of the line after a colon,
+# right after a word that says what the text is ("a file hello.txt that says: Hello!", "with the line:
+# x", "containing exactly this sentence: x").
+_PUT_VERB = r"\b(?:add|adding|append\w*|insert\w*|put|putting|writ\w*|sav\w*|creat\w*|mak\w*)"
+_DICTATING = (
+    r"\b(?:says?|saying|reads?|reading|line|lines|sentence|text|words?|content|contents|containing|following)"
+    r"(?:\s+(?:exactly|this|these|the|following|line|lines|sentence|text|words)){0,3}"
+)
+_PREPOSITION = r"(?:of|from|by|in|into|to|on|about|for|as|at|with|when|if)"
+_PUT_QUOTE = re.compile(
+    rf"(?:{_PUT_VERB}(?:\s+(?!{_PREPOSITION}\b)[\w./-]+){{0,3}}|{_DICTATING}\s*:?)\s*{_QUOTED}", re.IGNORECASE
+)
+# Another quoted text in the same list: "listing 'Mila' and 'Joost'".
+_AND_QUOTE = re.compile(rf"\s*(?:,\s*(?:and\s+)?|and\s+|or\s+){_QUOTED}", re.IGNORECASE)
+_PUT_REST = re.compile(rf"{_PUT_VERB}\b[^:\n]{{0,80}}?{_DICTATING}\s*:[ \t]*([^\n]{{2,200}}?)\s*$", re.IGNORECASE)
+
+
+def asked_in(request: str) -> list[str]:
+    """The texts `request` dictates a file is to hold, in the request's order: "Add 'water the plants'
+    to todo.txt" asks in "water the plants", "Create hello.txt that says: Hello from the team!" asks in
+    "Hello from the team!"."""
+    out: list[str] = []
+    putting = re.compile(_PUT_VERB, re.IGNORECASE)
+    for m in _PUT_QUOTE.finditer(request):
+        # Under a verb that swaps or takes text out ("fix the misspelt word 'seperate'"), a quote is the
+        # text to go, whatever word names it.
+        puts = [p.start() for p in putting.finditer(request, 0, m.end())]
+        swaps = [p.start() for p in _SWAPPING.finditer(request, 0, m.start())]
+        if swaps and (not puts or swaps[-1] > puts[-1]):
+            continue
+        out.append(m.group(1))
+        end = m.end()
+        while (more := _AND_QUOTE.match(request, end)) is not None:
+            out.append(more.group(1))
+            end = more.end()
+    rest = _PUT_REST.search(request)
+    if rest is not None:
+        text = rest.group(1).strip()
+        quoted = re.fullmatch(_QUOTED, text)
+        out.append(quoted.group(1) if quoted else text)
+    return list(dict.fromkeys(t.strip() for t in out if t.strip()))
+
+
+def _squeezed(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def not_put(texts: Sequence[str], records: Sequence[Recorded], fetch: Fetch | None) -> str | None:
+    """Why the first text the request dictates is not in the files the task changed: no file holds it
+    after the task's last change (case and runs of spaces aside, and a stop at its end, which may be the
+    request's own). None when every one is there, or nothing can be said (no file changed, bytes not
+    found).
+
+    Seen on the default model on unseen suites: a new file written with a line of its own making instead
+    of the sentence the request gave it, and the answer that the file was created as asked."""
+    if fetch is None or not texts:
+        return None
+    _, last = _spans(records)
+    if not last:
+        return None
+    held = []
+    for path, sha in last.items():
+        text = _decoded(fetch, sha) if sha else ""
+        if text is None:
+            return None
+        held.append(_squeezed(text))
+    for text in texts:
+        wanted = _squeezed(text)
+        if not any(wanted in h or wanted.rstrip(".") in h for h in held):
+            return f'no file the task changed ({", ".join(last)}) holds "{_clip(text, 60)}"'
     return None
 
 

@@ -360,3 +360,64 @@ def test_a_field_is_named_by_a_settings_key_not_by_a_word_anywhere_in_a_line() -
 def test_a_text_the_request_quotes_handed_back_whole_is_no_answer(answer: str, handed_back: bool) -> None:
     request = "Add 'renew the parking permit' to my todo list in notes/todo.txt."
     assert claims.quotes_back(answer, request) is handed_back
+
+
+@pytest.mark.parametrize("answer", [
+    "timeout_seconds changed: 1 line added, 0 lines removed",
+    "todo.txt updated.",
+    "config/settings.toml changed (1 line).",
+    "The file notes/todo.txt updated, as asked.",
+])
+def test_a_change_reported_in_a_notes_style_is_a_claim(answer: str) -> None:
+    # Seen on the default model on seed 20261212 as the whole answer after a second `timeout_seconds` line
+    # had been appended under the first: no claim was read, so no check ran on it.
+    assert claims.claimed_change(answer) is not None
+
+
+@pytest.mark.parametrize("answer", [
+    "Sales increased.",
+    "todo.txt not changed: the line was already there.",
+    "Prices changed a lot last year.",
+])
+def test_a_noun_and_a_verb_alone_are_not_a_note_of_a_change(answer: str) -> None:
+    assert claims.claimed_change(answer) is None
+
+
+@pytest.mark.parametrize(("request_", "asked"), [
+    ("Add 'water the plants' to my todo list in notes/todo.txt.", ["water the plants"]),
+    ('Append a new item "plan the picnic" to notes/todo.txt, keeping the others.', ["plan the picnic"]),
+    ('Add the line "- water the plants" to todo.txt', ["- water the plants"]),
+    ("Create CONTRIBUTORS.txt listing 'Mila' and 'Joost'.", ["Mila", "Joost"]),
+    ("Create a file hello.txt that says: Hello from the team!", ["Hello from the team!"]),
+    ("Write a new file status.txt with the line: birdlog is ready for review.", ["birdlog is ready for review."]),
+    ("Make docs/welcome.md containing exactly this sentence: Remember to back up on Fridays.",
+     ["Remember to back up on Fridays."]),
+    ("Write a file greeting.txt that says 'Hi there'", ["Hi there"]),
+    # A quote that names what to run, read or take out, or a colon that opens a question, is no text put in.
+    ("Create out.txt with the output of 'python3 app.py'", []),
+    ("Fix the typo 'recieve' in README.md", []),
+    ("Fix the misspelt word 'seperate' in README.md.", []),
+    ("Change the heading text to 'Release 2.0'", []),
+    ("Rename 'load' to 'load_all' in app.py", []),
+    ("Make a file people.txt listing the names in the observer column of data/sightings.csv", []),
+    ("Create a summary of notes.md: what was decided?", []),
+])
+def test_the_texts_a_request_dictates_a_file_is_to_hold(request_: str, asked: list) -> None:
+    assert claims.asked_in(request_) == asked
+
+
+def test_a_claim_is_unbacked_while_no_changed_file_holds_the_text_the_request_dictates() -> None:
+    # Seen on the default model on unseen seed 20261213: a new file written with a line of the model's own
+    # making instead of the sentence asked for, and an answer that the file was created.
+    request = "Create a file status.txt that says: birdlog is ready for review."
+    answer = "Created status.txt."
+    wrong, stored = _changed(b"", b"Status: ready\n")
+    why = claims.unbacked(answer, wrong, stored.get, request)
+    assert why is not None and why.endswith("nothing was changed"), why
+    assert 'holds "birdlog is ready for review."' in why
+    # The sentence there, in another case or with the request's stop left off, is the text put in.
+    for held in (b"birdlog is ready for review.\n", b"Birdlog is ready  for review\n"):
+        right, stored_right = _changed(b"", held)
+        assert claims.unbacked(answer, right, stored_right.get, request) is None, held
+    # A request that dictates nothing holds a claim to nothing more than the change.
+    assert claims.unbacked(answer, wrong, stored.get, "Create status.txt for the release.") is None
