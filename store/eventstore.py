@@ -12,7 +12,8 @@ from store.database import create_engines
 from store.errors import StoreError
 from store.events import NOTIFICATIONS_STREAM, Event, Recorded
 from store.mark import Mark
-from store.queries import tasks as task_queries
+from store.queries import memories as memory_queries, tasks as task_queries
+from store.queries.memories import MemoryRow
 from store.reader import reading
 from store.state import Approval, TaskState, TaskSummary, fold_all
 from store.workers import WorkerTable
@@ -173,6 +174,11 @@ class EventStore:
     def approvals(self, status: str | None = "pending") -> list[tuple[str, Approval]]:
         with self.reading() as conn:
             return projections.list_approvals(conn, status)
+
+    def memories(self, *, subject: str | None = None, tenant: str | None = None) -> list[MemoryRow]:
+        """The memories the projection holds, of `subject` and `tenant` where given, in recorded order."""
+        with self.reading() as conn:
+            return memory_queries.listed(conn, subject=subject, tenant=tenant)
 
     def tasks(self, phase: str | None = None) -> list[TaskSummary]:
         with self.reading() as conn:

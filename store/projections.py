@@ -6,7 +6,7 @@ from typing import Mapping, Sequence
 
 from sqlalchemy import Connection, bindparam, func, select
 
-from store import calls, rules
+from store import calls, memory_projection, rules
 from store.calls import ToolCall
 from store.events import Recorded
 from store.harness_projection import HARNESS_CHANGES, SYSTEM_EVENTS, HarnessStage
@@ -30,6 +30,7 @@ from store.tables import (
     approvals,
     artifacts,
     jobs,
+    memories,
     notification_targets as targets,
     notifications,
     task_actions,
@@ -41,6 +42,7 @@ _SYSTEM_EVENTS = frozenset(SYSTEM_EVENTS)
 _HARNESS_CHANGES = frozenset(HARNESS_CHANGES)
 _CALL_EVENTS = frozenset(calls.CALL_EVENTS)
 _TASK_EVENTS = frozenset(TASK_EVENTS)
+_MEMORY_EVENTS = frozenset(memory_projection.MEMORY_EVENTS)
 
 
 SUMMARY_FIELDS = TaskSummary._fields
@@ -129,6 +131,7 @@ class Projector:
         self._actions: list[tuple] = []
         self._artifacts: list[tuple] = []
         self._in_order: list[tuple[Recorded, Change]] = []
+        self._memory: list[Recorded] = []
         self._harness = HarnessStage(conn)
 
     def _summary(self, task_id: str) -> TaskSummary | None:
@@ -173,6 +176,7 @@ class Projector:
         artifacts_: list[tuple] = []
         in_order: list[tuple[Recorded, Change]] = []
         harness: list[tuple[Recorded, Change | None]] = []
+        memory: list[Recorded] = []
         # A request's events are nearly always one task's: its summary is carried from event to event in
         # `summary` and put in `summaries` when the stream changes and at the end, not at every event.
         sid = summary = None
@@ -182,6 +186,8 @@ class Projector:
             if kind not in _TASK_EVENTS:
                 if kind in _SYSTEM_EVENTS:
                     harness.append((rec, None))
+                elif kind in _MEMORY_EVENTS:
+                    memory.append(rec)
                 continue
             if rec.stream_id != sid:
                 if sid is not None:
@@ -235,6 +241,7 @@ class Projector:
         self._actions += actions
         self._artifacts += artifacts_
         self._in_order += in_order
+        self._memory += memory
 
     @property
     def summaries(self) -> Mapping[str, TaskSummary | None]:
@@ -267,9 +274,11 @@ class Projector:
         for rec, change in self._in_order:
             _apply_change(conn, rec, change)
         self._harness.flush()
+        if self._memory:
+            memory_projection.apply(conn, self._memory)
         self._existing.update(self._touched)
         self._touched.clear()
-        self._actions, self._artifacts, self._in_order = [], [], []
+        self._actions, self._artifacts, self._in_order, self._memory = [], [], [], []
 
 
 def apply(conn: Connection, records: Sequence[Recorded]) -> None:
@@ -353,7 +362,7 @@ def load_task(conn: Connection, task_id: str) -> TaskState | None:
 
 def clear(conn: Connection) -> None:
     """Empty every projection table (children first, for the foreign keys)."""
-    for table in (artifacts, approvals, task_actions, tool_calls, tasks):
+    for table in (artifacts, approvals, task_actions, tool_calls, tasks, memories):
         conn.execute(table.delete())
 
 

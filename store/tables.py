@@ -12,6 +12,7 @@ from sqlalchemy import (
     Column,
     Float,
     ForeignKey,
+    Index,
     Integer,
     LargeBinary,
     MetaData,
@@ -242,8 +243,33 @@ secrets = Table(
     UniqueConstraint("task_id", "digest", name="uq_secrets_task_digest"),
 )
 
+memories = Table(
+    "memories",
+    metadata,
+    # Scoped memory as the log leaves it (store/events/memory.py). A decision loads its memories by
+    # subject and tenant in the query, so another tenant's memory is never read into its process. A
+    # forgotten memory keeps its row as a tombstone with its text emptied: nothing reading the table can
+    # hand the text on, and its id cannot be recorded again.
+    _string("memory_id", 16, primary_key=True),
+    _string("subject", 200),
+    _string("tenant", 200),
+    _string("purpose", 200),
+    _text("text"),
+    _string("source", 32),
+    # The event that first recorded it; recorded_at is the latest's (a memory recorded again replaces it).
+    Column("recorded_seq", BigInteger, nullable=False),
+    _string("recorded_at", 32),
+    _string("expires_at", 40, nullable=True),
+    _string("review_at", 40, nullable=True),
+    Column("forgotten_seq", BigInteger, nullable=True),
+    _string("forgotten_at", 32, nullable=True),
+    _text("forgotten_reason", nullable=True),
+    Index("ix_memories_scope", "tenant", "subject"),
+)
+
 PROJECTION_TABLES = (
     tasks, task_actions, tool_calls, approvals, artifacts, notifications, notification_targets, schedules, jobs,
+    memories,
 )
 
 workers = Table(

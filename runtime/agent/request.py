@@ -26,7 +26,7 @@ from runtime.skills.review import instruction_flags
 from runtime.tools import ToolContext, ToolContract
 from runtime.tools.finder import best_lines
 from runtime.tools.schema import inline_schema
-from store.events import MEMORY_STREAM, ContentMatched, ContextTrimmed, EvidenceItem, LeftOut, MatchedLine, Recorded
+from store.events import ContentMatched, ContextTrimmed, EvidenceItem, LeftOut, MatchedLine, Recorded
 
 
 def injection_risk(section: evidence.Section, weight: float = DEFAULT_WEIGHTS.injection_risk) -> float:
@@ -102,7 +102,8 @@ def recall(rt: Runtime, trusted: Trusted, shown: set[str]) -> tuple[tuple[Eviden
     data like any evidence, a model's inference labelled as a hypothesis. The rest is left out with the
     check that refused it, except another subject's or tenant's, whose existence is not this task's to know."""
     loaded = memory.load(
-        memory.memories(rt.store.read_stream(MEMORY_STREAM)), subject=trusted.actor, tenant=trusted.tenant,
+        memory.from_rows(rt.store.memories(subject=trusted.actor, tenant=trusted.tenant)),
+        subject=trusted.actor, tenant=trusted.tenant,
         purposes=trusted.profile.memory_purposes or (trusted.profile.name,), now=trusted.now,
     )
     items: list[EvidenceItem] = []

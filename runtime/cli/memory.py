@@ -62,14 +62,12 @@ def add(
 @pass_app
 def list_(app: App, subject: str | None, tenant: str | None, with_forgotten: bool, as_json: bool) -> None:
     """Memories in the order recorded: scope, purpose, source, expiry or review date, and text."""
-    from runtime.memory import memories
+    from runtime.memory import from_rows
     from runtime.memory.dates import iso
-    from store.events import MEMORY_STREAM
 
     found = [
-        m for m in memories(app.store().read_stream(MEMORY_STREAM)).values()
-        if (subject is None or m.subject == subject) and (tenant is None or m.tenant == tenant)
-        and (with_forgotten or not m.forgotten)
+        m for m in from_rows(app.store().memories(subject=subject, tenant=tenant)).values()
+        if with_forgotten or not m.forgotten
     ]
     if as_json:
         echo_json([

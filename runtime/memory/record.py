@@ -1,4 +1,5 @@
-"""A memory as the log leaves it: the fold of its recorded and forgotten events."""
+"""A memory as the log leaves it: the fold of its recorded and forgotten events, or the projection's row
+of it (store/memory_projection.py folds by the same rules, and the tests hold the two to each other)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import datetime
 
 from runtime.memory.dates import utc
 from store.events import MemoryForgotten, MemoryRecorded, Recorded
+from store.queries.memories import MemoryRow
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,18 @@ def memories(records: Iterable[Recorded]) -> dict[str, Memory]:
                 found[e.memory_id], text="", forgotten_at=rec.recorded_at, forgotten_reason=e.reason
             )
     return found
+
+
+def from_rows(rows: Iterable[MemoryRow]) -> dict[str, Memory]:
+    """Each memory by id, from the projection's rows, in the order recorded."""
+    return {
+        r.memory_id: Memory(
+            memory_id=r.memory_id, subject=r.subject, tenant=r.tenant, purpose=r.purpose, text=r.text,
+            source=r.source, created_at=r.recorded_at, expires_at=_moment(r.expires_at),
+            review_at=_moment(r.review_at), forgotten_at=r.forgotten_at, forgotten_reason=r.forgotten_reason,
+        )
+        for r in rows
+    }
 
 
 def _moment(value: str | None) -> datetime | None:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from runtime.errors import InvalidCommand, NotFound
 from runtime.memory.dates import iso, utc
 from runtime.memory.load import INFERRED
-from runtime.memory.record import Memory, memories
+from runtime.memory.record import Memory, from_rows
 from runtime.memory.redact import Pattern, redact
 from runtime.memory.retention import default_expiry
 from store.events import MEMORY_SOURCES, MEMORY_STREAM, MemoryForgotten, MemoryRecorded
@@ -108,4 +108,4 @@ def propose(
 
 def forget(store, memory_id: str, reason: str = "", *, by: str) -> None:
     """Record the tombstone that keeps `memory_id`'s text from loading anywhere again."""
-    store.append(MEMORY_STREAM, [forgotten(memories(store.read_stream(MEMORY_STREAM)), memory_id, reason)], actor=by)
+    store.append(MEMORY_STREAM, [forgotten(from_rows(store.memories()), memory_id, reason)], actor=by)
