@@ -426,7 +426,7 @@ def not_put(texts: Sequence[str], records: Sequence[Recorded], fetch: Fetch | No
     if not last:
         return None
     held = []
-    for path, sha in last.items():
+    for sha in last.values():
         text = _decoded(fetch, sha) if sha else ""
         if text is None:
             return None
