@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from runtime.agent import claims, context, goal, policy as policy_, proposal, removal, repetition, rules
+from runtime.agent import claims, context, echo, goal, policy as policy_, proposal, removal, repetition, rules
 from runtime.agent.rules import NAMES_LEFT, names_left
 from runtime.agent.view import TaskView
 from runtime.artifacts import Fetch
@@ -131,7 +131,9 @@ def judge(
         why = removal.refusal(
             goal.own_words(view.transcript.request), contract, action.arguments, view.records, adders, fetch,
             replacers,
-        ) or repetition.refusal(contract, action.arguments, view.records, fetch)
+        ) or repetition.refusal(contract, action.arguments, view.records, fetch) or echo.refusal(
+            contract, action.arguments, view.records, choices.said, goal.own_words(view.transcript.request), fetch,
+        )
         if why is not None:
             raise proposal.Rejected(why)
     answer = action.answer if isinstance(action, proposal.FinalAnswer) else None

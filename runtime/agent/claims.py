@@ -521,7 +521,8 @@ RUN = 6
 SHARE = 0.7
 
 
-def _runs(text: str, n: int) -> set[tuple[str, ...]]:
+def runs(text: str, n: int) -> set[tuple[str, ...]]:
+    """Every run of `n` words in a row of `text`, lowercased, its punctuation aside."""
     words = _WORDS.findall(text.lower())
     return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
@@ -559,7 +560,7 @@ def _copied(answer: str, texts: Iterable[str], n: int, share: float, *, opening:
         return False
     known: set[tuple[str, ...]] = set()
     for text in texts:
-        known |= _runs(text, n)
+        known |= runs(text, n)
     if opening and tuple(words[:n]) in known:
         return True
     covered = [False] * len(words)
