@@ -19,6 +19,12 @@ The checks read the task's events and the request's own instruction texts, never
   has it on no line of the files the task changed, or on a line put in beside the field's old one
   (see `not_set`). Seen on the default model on unseen suites: `"retries": 9` turned into `"11": 9`,
   and a second `timeout_seconds` line appended under the first.
+- An answer that reports a change while the text the request dictates a file is to hold ("Add 'water
+  the plants' to todo.txt", "a file hello.txt that says: Hello!") is in no file the task changed (see
+  `asked_in`, `not_put`). Seen on the default model on unseen suites: a new file written with a line of
+  its own making.
+- A note of a change with no one who made it ("timeout_seconds changed: 1 line added") is a claim like
+  any other, where a file or key name opens it.
 - An answer that copies agentd's own words (a tool's description, the instructions, the decision
   asked for) instead of answering. Seen: "Create or replace one text file in the workspace..." as the
   whole answer to "Create CONTRIBUTORS.txt listing Mila and Joost", with no file written.
@@ -368,7 +374,8 @@ def not_set(
 # the quote is what to run, not what to write. Or a quoted text, or the rest of the line after a colon,
 # right after a word that says what the text is ("a file hello.txt that says: Hello!", "with the line:
 # x", "containing exactly this sentence: x").
-_PUT_VERB = r"\b(?:add|adding|append\w*|insert\w*|put|putting|writ\w*|sav\w*|creat\w*|mak\w*)"
+# "Make sure 'x' is gone" puts nothing in.
+_PUT_VERB = r"\b(?:add|adding|append\w*|insert\w*|put|putting|writ\w*|sav\w*|creat\w*|mak\w*(?!\s+(?:sure|certain)\b))"
 _DICTATING = (
     r"\b(?:says?|saying|reads?|reading|line|lines|sentence|text|words?|content|contents|containing|following)"
     r"(?:\s+(?:exactly|this|these|the|following|line|lines|sentence|text|words)){0,3}"
@@ -376,6 +383,10 @@ _DICTATING = (
 _PREPOSITION = r"(?:of|from|by|in|into|to|on|about|for|as|at|with|when|if)"
 _PUT_QUOTE = re.compile(
     rf"(?:{_PUT_VERB}(?:\s+(?!{_PREPOSITION}\b)[\w./-]+){{0,3}}|{_DICTATING}\s*:?)\s*{_QUOTED}", re.IGNORECASE
+)
+# Verbs that take text out or swap it, in any form a request writes them.
+_OUT_VERB = re.compile(
+    r"\b(?:remov|delet|drop|strip|fix|correct|replac|renam|chang|swap|updat|edit|modif|turn|set\b)\w*", re.IGNORECASE
 )
 # Another quoted text in the same list: "listing 'Mila' and 'Joost'".
 _AND_QUOTE = re.compile(rf"\s*(?:,\s*(?:and\s+)?|and\s+|or\s+){_QUOTED}", re.IGNORECASE)
@@ -389,10 +400,10 @@ def asked_in(request: str) -> list[str]:
     out: list[str] = []
     putting = re.compile(_PUT_VERB, re.IGNORECASE)
     for m in _PUT_QUOTE.finditer(request):
-        # Under a verb that swaps or takes text out ("fix the misspelt word 'seperate'"), a quote is the
-        # text to go, whatever word names it.
+        # Under a verb that swaps or takes text out ("fix the misspelt word 'seperate'", "remove the line
+        # '- done'"), a quote is the text to go, whatever word names it.
         puts = [p.start() for p in putting.finditer(request, 0, m.end())]
-        swaps = [p.start() for p in _SWAPPING.finditer(request, 0, m.start())]
+        swaps = [p.start() for p in _OUT_VERB.finditer(request, 0, m.start())]
         if swaps and (not puts or swaps[-1] > puts[-1]):
             continue
         out.append(m.group(1))

@@ -401,6 +401,7 @@ def test_a_noun_and_a_verb_alone_are_not_a_note_of_a_change(answer: str) -> None
     ("Rename 'load' to 'load_all' in app.py", []),
     ("Make a file people.txt listing the names in the observer column of data/sightings.csv", []),
     ("Create a summary of notes.md: what was decided?", []),
+    ("Remove the line '- done' from todo.txt and make sure 'x' is gone too.", []),
 ])
 def test_the_texts_a_request_dictates_a_file_is_to_hold(request_: str, asked: list) -> None:
     assert claims.asked_in(request_) == asked
