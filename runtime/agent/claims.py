@@ -376,6 +376,7 @@ def not_set(
 # x", "containing exactly this sentence: x").
 # "Make sure 'x' is gone" puts nothing in.
 _PUT_VERB = r"\b(?:add|adding|append\w*|insert\w*|put|putting|writ\w*|sav\w*|creat\w*|mak\w*(?!\s+(?:sure|certain)\b))"
+_PUTTING_VERB = re.compile(_PUT_VERB, re.IGNORECASE)
 _DICTATING = (
     r"\b(?:says?|saying|reads?|reading|line|lines|sentence|text|words?|content|contents|containing|following)"
     r"(?:\s+(?:exactly|this|these|the|following|line|lines|sentence|text|words)){0,3}"
@@ -398,11 +399,10 @@ def asked_in(request: str) -> list[str]:
     to todo.txt" asks in "water the plants", "Create hello.txt that says: Hello from the team!" asks in
     "Hello from the team!"."""
     out: list[str] = []
-    putting = re.compile(_PUT_VERB, re.IGNORECASE)
     for m in _PUT_QUOTE.finditer(request):
         # Under a verb that swaps or takes text out ("fix the misspelt word 'seperate'", "remove the line
         # '- done'"), a quote is the text to go, whatever word names it.
-        puts = [p.start() for p in putting.finditer(request, 0, m.end())]
+        puts = [p.start() for p in _PUTTING_VERB.finditer(request, 0, m.end())]
         swaps = [p.start() for p in _OUT_VERB.finditer(request, 0, m.start())]
         if swaps and (not puts or swaps[-1] > puts[-1]):
             continue
