@@ -23,8 +23,8 @@ The checks read the task's events and the request's own instruction texts, never
   the plants' to todo.txt", "a file hello.txt that says: Hello!") is in no file the task changed (see
   `asked_in`, `not_put`). Seen on the default model on unseen suites: a new file written with a line of
   its own making.
-- A note of a change with no one who made it ("timeout_seconds changed: 1 line added") is a claim like
-  any other, where a file or key name opens it.
+- A note of a change with no one who made it ("timeout_seconds changed: 1 line added"), or a file named
+  by the change ("the modified stats.py file"), is a claim like any other.
 - An answer that copies agentd's own words (a tool's description, the instructions, the decision
   asked for) instead of answering. Seen: "Create or replace one text file in the workspace..." as the
   whole answer to "Create CONTRIBUTORS.txt listing Mila and Joost", with no file written.
@@ -69,6 +69,15 @@ _NOTED = re.compile(
     rf"^\s*(?:the\s+)?(?:file\s+)?[\w-]*[._/][\w./-]*\w\s+(?:file\s+|setting\s+)?({_CHANGED})\b\s*(?:[:,(]|$)",
     re.IGNORECASE,
 )
+# A change named as done by the thing it made, a participle before a file: "The final answer is the
+# modified src/birdlog/stats.py file", "see the updated todo.txt". Seen on the default model on an unseen
+# suite as the whole answer to a rename that changed nothing. Only a file opens one (the word "file" or
+# a name with a dot or a slash): "the updated figures" is a statement about data.
+_MADE_AS = "created|changed|modified|updated|edited|corrected|fixed|renamed|rewritten|written|saved"
+_MADE = re.compile(
+    rf"\b(?:the|a|an|your|my|this)\s+(?:newly\s+)?({_MADE_AS})\s+(?:file\b|[\w-]*[./][\w./-]*\w)",
+    re.IGNORECASE,
+)
 # A report that the work as a whole succeeded ("the request was successfully processed", "Task completed")
 # claims the change the request asked for as surely as "was updated" does. Seen on the default model as
 # the whole answer to an append that never ran. Checked only where the task may change files.
@@ -101,7 +110,7 @@ _TAKING = frozenset(
 def _claims(answer: str) -> Iterator[tuple[str, str | None]]:
     """Each clause of `answer` that reports a change as made, with its verb where it names one."""
     for clause in _CLAUSE.split(answer):
-        for pattern in (_CLAIM, _NOTED, _SUCCESS):
+        for pattern in (_CLAIM, _NOTED, _MADE, _SUCCESS):
             match = pattern.search(clause)
             if match and not _NEGATION.search(clause[: match.end()]):
                 verb = next((g for g in match.groups() if g), None) if pattern is not _SUCCESS else None

@@ -375,6 +375,26 @@ def test_a_change_reported_in_a_notes_style_is_a_claim(answer: str) -> None:
 
 
 @pytest.mark.parametrize("answer", [
+    "The final answer is the modified src/birdlog/stats.py file.",
+    "Here is the updated todo.txt with the new item.",
+    "The corrected file is ready.",
+])
+def test_a_file_named_by_the_change_made_to_it_is_a_claim(answer: str) -> None:
+    # Seen on the default model on seed 20261215 as the whole answer to a rename that changed nothing:
+    # no claim was read, so the task completed.
+    assert claims.claimed_change(answer) is not None
+
+
+@pytest.mark.parametrize("answer", [
+    "The updated figures show 14 sightings.",
+    "The modified date of notes.txt is not recorded.",
+    "The file was not modified: the updated config.yaml was never written.",
+])
+def test_a_participle_before_no_file_or_under_a_negation_is_no_claim(answer: str) -> None:
+    assert claims.claimed_change(answer) is None
+
+
+@pytest.mark.parametrize("answer", [
     "Sales increased.",
     "todo.txt not changed: the line was already there.",
     "Prices changed a lot last year.",
