@@ -314,6 +314,11 @@ def test_an_injected_runbook_span_is_ranked_below_the_runbook_and_left_out(store
     assert shown.utility == first.items[0].utility > 0
     [hotfix] = [o for o in first.left_out if o.source.startswith("runbook/api-keys-hotfix")]
     assert hotfix.utility is not None and f"utility {hotfix.utility} <" in hotfix.reason
+    # The decision's own manifest lists it too, as `task show --manifest` shows a call: what the model
+    # was not shown, and why, beside what it was.
+    first_call = events(store, task_id, ModelCalled)[0]
+    assert hotfix in first_call.manifest.left_out
+    assert all(o in first_call.manifest.left_out for o in first.left_out)
 
 
 def test_an_injected_runbook_span_cannot_get_a_rotation_proposed(store, accounts, tmp_path) -> None:

@@ -77,6 +77,9 @@ class Transcript:
 
     entries: list[Block] = field(default_factory=list)
     evidence_ids: list[str] = field(default_factory=list)
+    # What each decision's retrieval considered and left out, by call index: the manifest of that
+    # decision's requests lists it beside what the context policy and the skill budget left out.
+    evidence_left_out: dict[int, tuple[LeftOut, ...]] = field(default_factory=dict)
     read_paths: list[str] = field(default_factory=list)
     changed_paths: list[str] = field(default_factory=list)
     # The ids of the data blocks the model has been shown, in order: what a final answer may cite.
@@ -142,6 +145,7 @@ class Transcript:
         elif isinstance(e, EvidenceRetrieved):
             self.entries += [evidence_block(item) for item in e.items]
             self.evidence_ids += [item.cite for item in e.items]
+            self.evidence_left_out[e.call_index] = (*self.evidence_left_out.get(e.call_index, ()), *e.left_out)
             # An example shows how to decide, not what is so: an answer may not cite it as a source.
             self.citable += [item.cite for item in e.items if not item.cite.startswith(EXAMPLE_PREFIX)]
         elif isinstance(e, NotificationsAdmitted):

@@ -330,7 +330,9 @@ def request_for(
         prompt_ref=(lambda text: rt.artifacts.put(text.encode())) if store_prompt else (
             lambda text: ref_for(text.encode())
         ),
-        left_out=(*activation.catalog_left_out(pinned), *shown.left_out),
+        left_out=(
+            *activation.catalog_left_out(pinned), *transcript.evidence_left_out.get(call_index, ()), *shown.left_out
+        ),
     )
     skipped = retrieval.skipped(profile, transcript, call_index, mcp=rt.mcp is not None)
     if skipped is not None:

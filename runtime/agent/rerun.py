@@ -130,7 +130,10 @@ def reassemble(rt: Runtime, task_id: str, spec: str) -> list[Reassembled]:
         if request.trimmed is not None:
             cut = policy_.Cut(request.trimmed.elided, request.trimmed.dropped)
             note = f"cuts: {cut.elided} results elided, {cut.dropped} steps dropped"
-        shown = [x for x in request.manifest.left_out if x.kind != "skill"]
+        # What the policy left out: the skill budget and the decision's retrieval leave out the same
+        # under every policy.
+        retrieved = view.transcript.evidence_left_out.get(called.call_index, ())
+        shown = [x for x in request.manifest.left_out if x.kind != "skill" and x not in retrieved]
         out.append(Reassembled(
             called.call_index, called.prompt_tokens, request.manifest.total_tokens, len(shown),
             sum(x.tokens for x in shown), note,
