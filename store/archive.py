@@ -95,7 +95,7 @@ def export(
     committed: Position | None = None,
     key: Key | None = None,
     rewrite: Callable[[str], str] | None = None,
-) -> int:
+) -> Sealed:
     """Write the log to `out`, signed with `key` if given. A log behind `committed` (store.mark.committed,
     read before `conn`'s snapshot) is refused before a line is written: sealed, it would import as a whole
     log. So is a log whose chain breaks, at that event (to stdout, the lines before it are out, without
@@ -118,9 +118,10 @@ def export(
             raw = raw._replace(payload=payload, hash=written)
         out.write(line_of(raw, None if key is None else key.sign(raw.hash)))
         out.write("\n")
-    out.write(trailer_of(Sealed(count, last_seq, last_hash if rewrite is None else written), key))
+    sealed = Sealed(count, last_seq, last_hash if rewrite is None else written)
+    out.write(trailer_of(sealed, key))
     out.write("\n")
-    return count
+    return sealed._replace(key_id=None if key is None else key.id)
 
 
 def parse_lines(lines: Iterable[str], checker: _Checker) -> Iterator[tuple[tuple, Recorded]]:
@@ -296,15 +297,16 @@ def _check_shape(obj: Any) -> None:
             raise ValueError(f"{f} must be a string")
 
 
-def import_into(conn: Connection, lines: Iterable[str], key: Key | None = None) -> int:
+def import_into(conn: Connection, lines: Iterable[str], key: Key | None = None) -> Sealed:
     """Load an export into an empty store inside the caller's transaction: all of it, or nothing. Given a
-    key, every line and the trailer must be signed with it."""
+    key, every line and the trailer must be signed with it. Returns what the trailer sealed."""
     if log.last_seq(conn) != 0:
         raise StoreError("import needs an empty store; this one already holds events")
     count = 0
     rows: list[tuple] = []
     records: list[Recorded] = []
-    for row, rec in parse_lines(lines, _Checker(key)):
+    checker = _Checker(key)
+    for row, rec in parse_lines(lines, checker):
         rows.append(row)
         records.append(rec)
         if len(rows) >= CHUNK:
@@ -312,7 +314,8 @@ def import_into(conn: Connection, lines: Iterable[str], key: Key | None = None) 
             rows, records = [], []
     if rows:
         count += _flush(conn, rows, records)
-    return count
+    assert checker.trailer is not None and checker.trailer.count == count  # parse_lines saw to both
+    return checker.trailer
 
 
 def verify(lines: Iterable[str], key: Key | None = None) -> Sealed:

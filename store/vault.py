@@ -2,7 +2,8 @@
 
 The store knows neither what a secret looks like nor the key: it keeps what it is given (a number, the
 keyed digest that names a value, its kind, the ciphertext) and hands it back. No event refers to a row
-by anything but the number in a placeholder, so nothing here is replayed or exported.
+by anything but the number in a placeholder, so nothing here is replayed, and an export carries it
+only when asked (`events export --vault`, runtime/secrets/bundle.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import NamedTuple
 
 from sqlalchemy import Connection, func, insert, select
 
+from store.errors import StoreError
 from store.tables import secrets
 
 
@@ -57,6 +59,37 @@ def keep(conn: Connection, task_id: str, new: Sequence[New]) -> list[Kept]:
     if rows:
         conn.execute(insert(secrets), rows)
     return of_task(conn, task_id)
+
+
+class Held(NamedTuple):
+    task_id: str
+    number: int
+    kind: str
+    sealed: str
+
+
+def every(conn: Connection) -> list[Held]:
+    """Every task's secrets, by task and number."""
+    rows = conn.execute(
+        select(secrets.c.task_id, secrets.c.number, secrets.c.kind, secrets.c.sealed)
+        .order_by(secrets.c.task_id, secrets.c.number)
+    )
+    return [Held(*row) for row in rows]
+
+
+def put(conn: Connection, rows: Sequence[tuple[Held, str]]) -> int:
+    """Put each secret (with its digest under this vault's key) in an empty vault under the number its
+    task's placeholders show: the vault of an imported log. In the caller's transaction."""
+    if count(conn) != 0:
+        raise StoreError("this data folder's vault already holds secrets; import a vault into a new data folder")
+    now = datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+    if rows:
+        conn.execute(insert(secrets), [
+            {"task_id": held.task_id, "number": held.number, "digest": digest, "kind": held.kind,
+             "sealed": held.sealed, "recorded_at": now}
+            for held, digest in rows
+        ])
+    return len(rows)
 
 
 def count(conn: Connection) -> int:

@@ -186,3 +186,104 @@ def test_a_bad_secret_pattern_in_the_config_is_one_line_and_exit_2(tmp_path) -> 
     assert result.returncode == 2, result.stderr
     [line] = result.stderr.strip().splitlines()
     assert line.startswith("agentd: invalid value for secret_patterns") and "'T-[0-9'" in line
+
+
+def _task_with_secrets(tmp_path: Path, data_dir: Path, store) -> str:
+    """A task whose goal holds a key and whose run read a file with a password: two secrets in its vault."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "config.txt").write_text(f"password: {FILE_PASSWORD}\n")
+    secrets = Secrets(data_dir)
+    rt = framing_runtime(store, tmp_path, [call("read_file", path="config.txt"), answer("It holds [secret:2].")])
+    rt.artifacts.secrets = secrets
+    task_id, _ = submit(lambda: store, f"My key is {GOAL_KEY}. What does config.txt hold?", ws,
+                        profiles=rt.profiles, default_policy="auto", actor="ann", secrets=secrets)
+    assert run(rt, task_id) == "completed"
+    assert rt.secrets.vault(store, task_id).values == {1: GOAL_KEY, 2: FILE_PASSWORD}
+    return task_id
+
+
+def test_a_vault_exported_beside_the_log_goes_in_with_it_sealed_under_the_new_folders_key(
+    tmp_path, data_dir, store
+) -> None:
+    task_id = _task_with_secrets(tmp_path, data_dir, store)
+    env = {"AGENTD_DATA_DIR": str(data_dir)}
+    log_file, vault_file = tmp_path / "log.jsonl", tmp_path / "vault.jsonl"
+    exported = run_agentd("events", "export", "-o", str(log_file), "--vault", str(vault_file), env=env)
+    assert exported.returncode == 0, exported.stderr
+    assert "wrote 2 secrets to" in exported.stderr
+    assert os.stat(vault_file).st_mode & 0o077 == 0, "plain-text secrets are for their owner's eyes alone"
+    assert not [s for s in (GOAL_KEY, FILE_PASSWORD) if s in log_file.read_text()], "the export stays safe to share"
+
+    elsewhere = tmp_path / "elsewhere"
+    imported = run_agentd("events", "import", str(log_file), "--vault", str(vault_file),
+                          env={"AGENTD_DATA_DIR": str(elsewhere)})
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.strip().endswith("events and 2 secrets")
+    assert (elsewhere / "vault.key").read_bytes() != (data_dir / "vault.key").read_bytes()
+    with EventStore(f"sqlite:///{elsewhere / 'agentd.db'}") as there:
+        vault = Secrets(elsewhere).vault(there, task_id)
+        assert vault.values == {1: GOAL_KEY, 2: FILE_PASSWORD}
+        # A tool call in the new folder gets the value, and the same value found again keeps its number.
+        assert vault.reveal({"content": "[secret:2]"}) == {"content": FILE_PASSWORD}
+        assert vault.hide(f"again {GOAL_KEY}") == "again [secret:1]"
+    assert FILE_PASSWORD.encode() not in (elsewhere / "agentd.db").read_bytes(), "sealed, not stored bare"
+
+
+def test_a_vault_file_that_is_not_the_logs_own_is_refused_and_nothing_is_imported(tmp_path, data_dir, store) -> None:
+    _task_with_secrets(tmp_path, data_dir, store)
+    env = {"AGENTD_DATA_DIR": str(data_dir)}
+    log_file, vault_file = tmp_path / "log.jsonl", tmp_path / "vault.jsonl"
+    assert run_agentd("events", "export", "-o", str(log_file), "--vault", str(vault_file), env=env).returncode == 0
+    header, *rows = vault_file.read_text().splitlines()
+    other_log = header.replace('"log_last_hash":"', '"log_last_hash":"0')
+    bad = {
+        "another log's": ("\n".join([other_log, *rows]) + "\n", "not this one"),
+        "cut short": ("\n".join([header, *rows[:-1]]) + "\n", "says 2 secrets but the file holds 1"),
+        "a row twice": ("\n".join([header, rows[0], rows[0]]) + "\n", "is there twice"),
+        "not a vault": ('{"trailer": {}}\n', "not a vault file"),
+        "empty": ("", "has no header line"),
+    }
+    for name, (text, why) in bad.items():
+        given = tmp_path / f"{name}.jsonl"
+        given.write_text(text)
+        elsewhere = tmp_path / f"elsewhere-{name}"
+        result = run_agentd("events", "import", str(log_file), "--vault", str(given),
+                            env={"AGENTD_DATA_DIR": str(elsewhere)})
+        assert result.returncode != 0, name
+        [line] = result.stderr.strip().splitlines()
+        assert why in line, (name, line)
+        listed = run_agentd("events", "list", env={"AGENTD_DATA_DIR": str(elsewhere)})
+        assert "(none)" in listed.stdout or listed.stdout.strip() == "", (name, listed.stdout)
+
+
+def test_a_vault_asked_for_with_a_redacted_export_is_a_usage_error_and_nothing_is_written(
+    tmp_path, data_dir, store
+) -> None:
+    _task_with_secrets(tmp_path, data_dir, store)
+    log_file, vault_file = tmp_path / "log.jsonl", tmp_path / "vault.jsonl"
+    result = run_agentd("events", "export", "--redact", "-o", str(log_file), "--vault", str(vault_file),
+                        env={"AGENTD_DATA_DIR": str(data_dir)})
+    assert result.returncode == 2
+    assert "--vault writes the secrets --redact takes out" in result.stderr
+    assert not log_file.exists() and not vault_file.exists()
+
+
+def test_a_vault_is_imported_only_into_a_folder_whose_vault_is_empty(tmp_path, data_dir, store) -> None:
+    _task_with_secrets(tmp_path, data_dir, store)
+    log_file, vault_file = tmp_path / "log.jsonl", tmp_path / "vault.jsonl"
+    exported = run_agentd("events", "export", "-o", str(log_file), "--vault", str(vault_file),
+                          env={"AGENTD_DATA_DIR": str(data_dir)})
+    assert exported.returncode == 0, exported.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with EventStore(f"sqlite:///{elsewhere / 'agentd.db'}") as there:
+        assert Secrets(elsewhere).vault(there, "t-own").hide(f"key {SKILL_KEY}") == "key [secret:1]"
+    result = run_agentd("events", "import", str(log_file), "--vault", str(vault_file),
+                        env={"AGENTD_DATA_DIR": str(elsewhere)})
+    assert result.returncode != 0
+    [line] = result.stderr.strip().splitlines()
+    assert "vault already holds secrets" in line
+    with sqlite3.connect(elsewhere / "agentd.db") as conn:
+        assert conn.execute("SELECT count(*) FROM events").fetchone() == (0,), "the events went back out with it"
+        assert conn.execute("SELECT count(*) FROM secrets").fetchone() == (1,)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 import click
 
@@ -17,7 +20,7 @@ from store import archive, key as signing, log
 from store.errors import AgentdError
 from store.events import event_types
 from store.log import RawEvent
-from store.mark import Position, committed
+from store.mark import committed
 
 POLL_SECONDS = 0.2
 
@@ -149,8 +152,13 @@ def _print_lines(raws: list[RawEvent], as_json: bool) -> None:
     help="Replace whatever looks like a secret in any event with [redacted:KIND] and hash the chain again: "
     "a log to share, which still imports and replays.",
 )
+@click.option(
+    "--vault", "vault_path", type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write the secrets behind every [secret:N] to this file, in plain text and readable by you "
+    "alone, for `events import --vault` in another data folder.",
+)
 @pass_app
-def export(app: App, output: Path | None, sign: bool, redact: bool) -> None:
+def export(app: App, output: Path | None, sign: bool, redact: bool, vault_path: Path | None) -> None:
     """Write the whole log as JSON Lines, one event per line in seq order, then a trailer line.
 
     Each line carries its event's chain hash; the trailer holds the count, the last seq and the last
@@ -159,12 +167,17 @@ def export(app: App, output: Path | None, sign: bool, redact: bool) -> None:
     --sign adds each hash's HMAC under the data folder's export.key (made on first need, readable by
     you alone, never exported), which `events verify --key` and `events import --key` check.
 
-    No export holds the vault, where a task keeps the secrets its events show as [secret:N]: a task
-    imported elsewhere has placeholders and no values. --redact also takes out what the secret patterns
+    The export never holds the vault, where a task keeps the secrets its events show as [secret:N]: a
+    task imported elsewhere has placeholders and no values, unless --vault writes them to a file of
+    their own, tied to this export by its last hash. --redact also takes out what the secret patterns
     (built-in and secret_patterns) find anywhere in the log, and hashes the chain of what it writes.
 
     A log behind its high-water mark, or whose chain breaks, is refused in the line `db check` gives.
     """
+    if vault_path is not None and redact:
+        raise click.UsageError("--vault writes the secrets --redact takes out: give one or the other")
+    if vault_path is not None and output is not None and vault_path.resolve() == output.resolve():
+        raise click.UsageError("--vault needs a file of its own, not the export's")
     store = app.store()
     settings = app.settings()
     key = signing.of_folder(settings.data_dir) if sign else None
@@ -175,26 +188,36 @@ def export(app: App, output: Path | None, sign: bool, redact: bool) -> None:
 
         rewrite = redactor(compiled(settings.secret_patterns))
     mark = committed(store.url)
-    with store.reading() as conn:
-        if output is None:
-            count = archive.export(conn, sys.stdout, committed=mark, key=key, rewrite=rewrite)
-        else:
-            count = _export_atomically(conn, output, mark, key, rewrite)
+    secrets = 0
+    with store.reading() as conn, contextlib.ExitStack() as files:
+        # Each file is renamed into place only once both are whole: the vault's first, then the export's.
+        out = sys.stdout if output is None else files.enter_context(_staged(output))
+        sealed = archive.export(conn, out, committed=mark, key=key, rewrite=rewrite)
+        if vault_path is not None:
+            # Read in the same snapshot as the events: every secret their placeholders name, and no other.
+            from runtime.secrets import bundle
+            from runtime.secrets.seal import NAME, Seal
+
+            with _staged(vault_path) as f:
+                secrets = bundle.write(conn, Seal(settings.data_dir / NAME), f, sealed.last_hash)
     if output is not None:
         signed = "" if key is None else f", signed with key {key.id}"
-        click.echo(f"exported {count} events to {output}{signed}", err=True)
+        click.echo(f"exported {sealed.count} events to {output}{signed}", err=True)
+    if vault_path is not None:
+        click.echo(f"wrote {secrets} secrets to {vault_path}, in plain text: keep it as you keep the keys", err=True)
 
 
-def _export_atomically(conn, output: Path, mark: Position | None, key: signing.Key | None, rewrite=None) -> int:
-    # Written next to the target and renamed over it, so a failed export never leaves half a file.
+@contextlib.contextmanager
+def _staged(output: Path) -> Iterator[TextIO]:
+    """A file written next to `output` and renamed over it when the block ends without an error, so a
+    failed export never leaves half a file. It is made readable by its owner alone, and keeps that."""
     fd, tmp = tempfile.mkstemp(dir=output.parent if str(output.parent) else ".", prefix=".export-")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            count = archive.export(conn, f, committed=mark, key=key, rewrite=rewrite)
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, output)
-        return count
     except BaseException:
         os.unlink(tmp)
         raise
@@ -229,14 +252,35 @@ def verify(source, key_path: Path | None) -> None:
 @events.command("import")
 @click.argument("source", type=click.File("r", encoding="utf-8"))
 @key_option
+@click.option(
+    "--vault", "vault_file", type=click.File("r", encoding="utf-8"),
+    help="The secrets `events export --vault` wrote beside this export, sealed again under this data "
+    "folder's vault key.",
+)
 @pass_app
-def import_(app: App, source, key_path: Path | None) -> None:
+def import_(app: App, source, key_path: Path | None, vault_file) -> None:
     """Load a JSON Lines export (or - for stdin) into an empty store: all of it, or nothing.
 
     A file without the trailer `events export` writes last, or whose lines do not match it, is refused;
-    with --key, so is one with a line or a trailer the key did not sign.
+    with --key, so is one with a line or a trailer the key did not sign. With --vault, the secrets go in
+    with the events, in the same transaction: a vault file written beside another export is refused,
+    and nothing is imported.
     """
     key = _key(key_path)
     store = app.store()
-    count = store.in_write_transaction(lambda conn: archive.import_into(conn, source, key))
-    click.echo(f"imported {count} events")
+    seal = None
+    if vault_file is not None:
+        from runtime.secrets.seal import NAME, Seal
+
+        seal = Seal(app.settings().data_dir / NAME)
+
+    def load(conn) -> tuple[int, int]:
+        sealed = archive.import_into(conn, source, key)
+        if vault_file is None:
+            return sealed.count, 0
+        from runtime.secrets import bundle
+
+        return sealed.count, bundle.put(conn, seal, vault_file, sealed.last_hash)
+
+    count, secrets = store.in_write_transaction(load)
+    click.echo(f"imported {count} events" + (f" and {secrets} secrets" if vault_file is not None else ""))
