@@ -442,3 +442,17 @@ def test_a_claim_is_unbacked_while_no_changed_file_holds_the_text_the_request_di
         assert claims.unbacked(answer, right, stored_right.get, request) is None, held
     # A request that dictates nothing holds a claim to nothing more than the change.
     assert claims.unbacked(answer, wrong, stored.get, "Create status.txt for the release.") is None
+
+
+def test_an_answer_is_checked_reading_each_changed_files_bytes_once() -> None:
+    # Three checks (text still there, a field's value, a dictated text) read the same files' bytes.
+    request = "Set retries to 11 in config.yaml, fix the typo 'recieve', and add the line 'done' to it."
+    records, stored = _changed(b"retries: 9\nrecieve\n", b"retries: 11\nreceive\ndone\n")
+    asked: list[str] = []
+
+    def fetch(sha256: str) -> bytes | None:
+        asked.append(sha256)
+        return stored.get(sha256)
+
+    assert claims.unbacked("I updated config.yaml and fixed the typo.", records, fetch, request) is None
+    assert sorted(asked) == sorted(stored), asked
