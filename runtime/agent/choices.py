@@ -6,18 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from runtime.agent import (
-    claims,
-    context,
-    dictation,
-    echo,
-    goal,
-    policy as policy_,
-    proposal,
-    removal,
-    repetition,
-    rules,
-)
+from runtime.agent import claims, context, echo, goal, policy as policy_, proposal, removal, repetition, rules
 from runtime.agent.rules import NAMES_LEFT, names_left
 from runtime.agent.view import TaskView
 from runtime.artifacts import Fetch
@@ -139,12 +128,12 @@ def judge(
         adders = [n for n, c in choices.contracts.items() if c.changes == "path" and c.removes is None]
         replacers = [n for n, c in choices.contracts.items() if c.removes is not None and c.removes[0]]
         contract = choices.contracts[action.tool]
-        request = goal.own_words(view.transcript.request)
         why = removal.refusal(
-            request, contract, action.arguments, view.records, adders, fetch, replacers,
+            goal.own_words(view.transcript.request), contract, action.arguments, view.records, adders, fetch,
+            replacers,
         ) or repetition.refusal(contract, action.arguments, view.records, fetch) or echo.refusal(
-            contract, action.arguments, view.records, choices.said, request, fetch,
-        ) or dictation.refusal(contract, action.arguments, view.records, request, view.last_rejection, fetch)
+            contract, action.arguments, view.records, choices.said, goal.own_words(view.transcript.request), fetch,
+        )
         if why is not None:
             raise proposal.Rejected(why)
     answer = action.answer if isinstance(action, proposal.FinalAnswer) else None

@@ -25,8 +25,6 @@ from store.events import Recorded, ToolCallExecuted
 
 # Words in a row that make a line agentd's: longer than the phrases plain prose shares with any text.
 RUN = 8
-# How the refusal ends, which `rules.not_the_refused_again` reads: the retry may call the same tool.
-OWN_TEXT = "write only the text the request asks for"
 
 
 def put_lines(contract: ToolContract, arguments: Mapping[str, Any], known: str | None) -> list[str]:
@@ -74,7 +72,8 @@ def refusal(
         if found - theirs:
             return (
                 f"this {contract.name} would put agentd's own words in {path}: \"{_clip(line.strip())}\" is from the "
-                f"instructions or a tool's description, not from the request or the files; {OWN_TEXT}"
+                "instructions or a tool's description, not from the request or the files; write only the text the "
+                "request asks for"
             )
     return None
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from runtime.agent import dictation, echo, proposal, relevance
+from runtime.agent import proposal, relevance
 from runtime.agent.view import TaskView
 from runtime.tools import edits
 from runtime.tools.contract import Effect, ToolContract
@@ -172,14 +172,8 @@ def questions_change_nothing(choices: Choices, s: Situation) -> Choices:
     return _keep(choices, lambda t: t not in s.contracts or not question_changes_nothing(s.contracts[t], s.request))
 
 
-# Refusals of the text a call would put in a file, not of the call: the retry may call the same tool with
-# the text put right (left out, the default model answered instead of writing the file).
-_TEXT_REFUSED = (echo.OWN_TEXT, dictation.AS_GIVEN)
-
-
 def not_the_refused_again(choices: Choices, s: Situation) -> Choices:
-    """After a refusal, not the refused tool or skill, unless what was refused was the text it would put
-    in a file (see `_TEXT_REFUSED`). A call made before, asked for again, is a model
+    """After a refusal, not the refused tool or skill. A call made before, asked for again, is a model
     stuck in one mode: after a read, the retry offers the changes and the answer (seen on the default
     model: the same read_file after the file's content was in the request, step after step); after a
     change, only the answer (offered the reads, the default model searched incidents after a rotation
@@ -195,8 +189,6 @@ def not_the_refused_again(choices: Choices, s: Situation) -> Choices:
     tool = refused.get("tool", "")
     repeated = proposal.call_key(tool, refused.get("arguments") or {}) in s.view.calls.done
     if not (repeated and tool in s.contracts):
-        if any(said in s.view.last_rejection for said in _TEXT_REFUSED):
-            return choices
         return _keep(choices, lambda t: t != tool)
     if only_reads(s.contracts[tool]):
         return _keep(choices, lambda t: t in s.contracts and not only_reads(s.contracts[t]))

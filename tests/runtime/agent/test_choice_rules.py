@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from runtime.agent import dictation, echo, goal, rules
+from runtime.agent import goal, rules
 from runtime.agent.choices import Choices, Situation, choices_for
 from runtime.agent.view import TaskView
 from runtime.tools import Effect, ToolContract
@@ -125,14 +125,6 @@ def test_after_a_refusal_the_refused_tool_is_not_offered_again() -> None:
     view.last_output = json.dumps({"action": "call_tool", "tool": "put_text", "arguments": {"path": "x"}})
     assert "put_text" not in rules.not_the_refused_again(Choices(ALL, (), ()), situation(view, attempt=2)).tools
     assert rules.not_the_refused_again(Choices(ALL, (), ()), situation(view, attempt=1)).tools == ALL
-
-
-def test_after_a_refusal_of_the_text_a_call_would_put_in_the_same_tool_is_offered_again() -> None:
-    for refused in (f"this put_text would put ... in x: {dictation.AS_GIVEN}", f"... the files; {echo.OWN_TEXT}"):
-        view = view_of("Create x saying: hello there.", SURVEY)
-        view.last_output = json.dumps({"action": "call_tool", "tool": "put_text", "arguments": {"path": "x"}})
-        view.rejections.append(refused)
-        assert rules.not_the_refused_again(Choices(ALL, (), ()), situation(view, attempt=2)).tools == ALL, refused
 
 
 def test_a_read_asked_for_again_gives_way_to_the_changes_and_a_change_asked_again_to_the_answer() -> None:

@@ -682,21 +682,3 @@ def test_an_export_imported_elsewhere_keeps_the_changes_and_the_undo(
     )
     listed = agentd("--data-dir", str(other), "events", "list", "--task", task_id, "--type", "RestoreStarted")
     assert listed.stdout.count("RestoreStarted") == 1, "only the undo the import brought"
-
-
-def test_a_dictated_sentence_written_loosely_is_refused_and_written_again_as_given(
-    store, data_dir, todo_workspace
-) -> None:
-    goal = "Create a file hello.txt that says: birddesk is ready for review."
-    rt = scripted_runtime(store, data_dir, [
-        call("write_file", path="hello.txt", content="birddesk is ready for review"),
-        # The retry is offered write_file again (rules.not_the_refused_again): it was the text that was refused.
-        call("write_file", path="hello.txt", content="birddesk is ready for review.\n"),
-        answer("hello.txt now says that birddesk is ready for review."),
-    ])
-    task_id = submit(store, todo_workspace, goal, allowed_effects=("read", "write"))
-    assert run(rt, task_id) == "completed"
-    [rejected] = events(store, task_id, ProposalRejected)
-    assert rejected.error.endswith('dictates "birddesk is ready for review.": write it exactly as the request gives it')
-    assert (todo_workspace / "hello.txt").read_text() == "birddesk is ready for review.\n"
-    assert [e.path for e in events(store, task_id, FileChanged)] == ["hello.txt"], "nothing was written loosely"
