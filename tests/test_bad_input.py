@@ -621,3 +621,11 @@ def test_model_serve_without_the_servers_packages_is_one_line_naming_them(agentd
     env = {"PYTHONPATH": os.pathsep.join([str(hidden), str(REPO)])}
     result = agentd("--data-dir", str(data_dir), "model", "serve", "--model", "smollm2-135m", env=env)
     one_error_line(result, "fastapi", "llama-cpp-python[server]")
+
+
+def test_a_budget_past_what_a_database_holds_is_a_usage_error_and_submits_nothing(agentd, data_dir):
+    for option in ("--max-tokens", "--max-steps"):
+        result = agentd("--data-dir", str(data_dir), "task", "submit", "x", option, str(2**63))
+        assert result.returncode == 2, (option, result.stderr)
+        assert f"Invalid value for '{option}'" in result.stderr
+    assert not (data_dir / "agentd.db").exists() or "(none)" in agentd("--data-dir", str(data_dir), "task", "list").stdout

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 # a second to import and only `task submit` and `task run` need them; the event classes, the writer and
 # the fold are not needed by `task list`, which reads one table.
 
+# store.events.task.INTEGER_MAX, the largest budget a database column holds; spelled here rather than
+# imported, as the paragraph above says.
+INTEGER_MAX = 2**63 - 1
+
 
 @click.group()
 def task() -> None:
@@ -47,8 +51,10 @@ def _context_pairs(ctx: click.Context, param: click.Parameter, pairs: tuple[str,
 @task.command()
 @click.argument("goal")
 @click.option("--workspace", type=click.Path(path_type=Path), help="Folder the task may read and write.")
-@click.option("--max-steps", type=click.IntRange(min=1), help="Model calls allowed before the task stops.")
-@click.option("--max-tokens", type=click.IntRange(min=1), help="Tokens allowed before the task stops.")
+@click.option(
+    "--max-steps", type=click.IntRange(min=1, max=INTEGER_MAX), help="Model calls allowed before the task stops."
+)
+@click.option("--max-tokens", type=click.IntRange(min=1, max=INTEGER_MAX), help="Tokens allowed before the task stops.")
 @click.option(
     "--policy", metavar="POLICY",
     help="Which of the task's history each request shows: auto, compact, full, window:K, elide_tool_results:K "

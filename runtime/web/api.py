@@ -32,6 +32,7 @@ from runtime.harness.task_diff import restore_json, task_diff
 from runtime.output import to_jsonable
 from store import EventStore, archive, log
 from store.events import TaskPhase
+from store.events.task import INTEGER_MAX
 from store.state import TaskState, TaskSummary
 
 PREFIX = "/api/v1"
@@ -52,7 +53,8 @@ def _whole(value: Any) -> Any:
     return value
 
 
-Positive = Annotated[int, Field(ge=1), BeforeValidator(_whole)]
+# At most what a database column holds: a larger budget was a server error (found by the API's fuzz test).
+Positive = Annotated[int, Field(ge=1, le=INTEGER_MAX), BeforeValidator(_whole)]
 
 
 class _Body(BaseModel):
@@ -410,9 +412,9 @@ def answer(obj: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(to_jsonable(obj), status_code=status)
 
 
-# The largest seq a database can hold (a signed 64-bit integer): a larger `after` is no seq at all, and
-# handed to the driver it would overflow into a server error.
-SEQ_MAX = 2**63 - 1
+# The largest seq a database can hold: a larger `after` is no seq at all, and handed to the driver it
+# would overflow into a server error.
+SEQ_MAX = INTEGER_MAX
 
 
 def _count(value: str | None, default: int) -> int:

@@ -9,6 +9,10 @@ from pydantic import Field
 
 from store.events._base import Event
 
+# The largest integer a database column holds (signed 64 bits, SQLite's and PostgreSQL's bigint): a
+# larger budget would overflow in the driver when the task's row is written.
+INTEGER_MAX = 2**63 - 1
+
 
 class TaskPhase(StrEnum):
     SUBMITTED = "submitted"
@@ -38,8 +42,8 @@ class TaskSubmitted(Event):
     # Tools with other effects than these are not offered to the task at all (seed 000: no capability
     # with side effects by default). Approval still applies to the ones that are.
     allowed_effects: tuple[Literal["read", "write", "external"], ...] = ("read",)
-    max_steps: int = Field(40, ge=1)
-    max_tokens: int = Field(200_000, ge=1)
+    max_steps: int = Field(40, ge=1, le=INTEGER_MAX)
+    max_tokens: int = Field(200_000, ge=1, le=INTEGER_MAX)
     # What the authenticated caller's side knows about them (an account id, a plan): trusted request
     # context, shown to the model as task state, never taken from the model or from the goal's text.
     context: dict[str, str] = {}

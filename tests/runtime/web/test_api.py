@@ -131,6 +131,9 @@ def test_without_the_bearer_token_nothing_is_answered_and_bad_input_is_one_line(
             ({"goal": "x", "allow": ["root"]}, 422, "allow.0: Input should be 'write' or 'external'"),
             ({"goal": "x", "workspace": "relative/ws"}, 422, "workspace: String should match pattern '^/'"),
             ({"goal": "x", "max_steps": "3"}, 422, "max_steps: Input should be a valid integer"),
+            # A budget past what a database column holds (found by the API fuzz test: a 500 from the driver).
+            ({"goal": "x", "max_tokens": 2**63}, 422, "max_tokens: Input should be less than or equal to"),
+            ({"goal": "x", "max_steps": 10**30}, 422, "max_steps: Input should be less than or equal to"),
             ({"goal": "x", "conversation": 0}, 422, "conversation: Input should be a valid boolean"),
             ({"goal": "x", "surprise": 1}, 422, "surprise: Extra inputs are not permitted"),
             # Well-formed, but this agentd cannot take them.
