@@ -628,4 +628,5 @@ def test_a_budget_past_what_a_database_holds_is_a_usage_error_and_submits_nothin
         result = agentd("--data-dir", str(data_dir), "task", "submit", "x", option, str(2**63))
         assert result.returncode == 2, (option, result.stderr)
         assert f"Invalid value for '{option}'" in result.stderr
-    assert not (data_dir / "agentd.db").exists() or "(none)" in agentd("--data-dir", str(data_dir), "task", "list").stdout
+    listed = agentd("--data-dir", str(data_dir), "task", "list").stdout
+    assert not (data_dir / "agentd.db").exists() or "(none)" in listed
