@@ -9,13 +9,13 @@ only when asked (`events export --vault`, runtime/secrets/bundle.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import NamedTuple
 
 from sqlalchemy import Connection, func, insert, select
 
 from store.errors import StoreError
 from store.tables import secrets
+from store.writer import now_iso
 
 
 class Kept(NamedTuple):
@@ -47,7 +47,7 @@ def keep(conn: Connection, task_id: str, new: Sequence[New]) -> list[Kept]:
     last = conn.execute(
         select(func.coalesce(func.max(secrets.c.number), 0)).where(secrets.c.task_id == task_id)
     ).scalar_one()
-    now = datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+    now = now_iso()
     rows = []
     for item in new:
         if item.digest in known:
@@ -82,7 +82,7 @@ def put(conn: Connection, rows: Sequence[tuple[Held, str]]) -> int:
     task's placeholders show: the vault of an imported log. In the caller's transaction."""
     if count(conn) != 0:
         raise StoreError("this data folder's vault already holds secrets; import a vault into a new data folder")
-    now = datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+    now = now_iso()
     if rows:
         conn.execute(insert(secrets), [
             {"task_id": held.task_id, "number": held.number, "digest": digest, "kind": held.kind,

@@ -39,6 +39,7 @@ The checks read the task's events and the request's own instruction texts, never
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
@@ -175,7 +176,7 @@ def unbacked(answer: str, records: Sequence[Recorded], fetch: Fetch | None = Non
     if not claimed:
         return None
     # The checks below each read the changed files' bytes: read once, from the artifact store.
-    fetch = _once(fetch) if fetch is not None else None
+    fetch = functools.cache(fetch) if fetch is not None else None
     done = effects(records)
     if not done.any:
         why = "; ".join(done.failed[-2:]) if done.failed else "no tool changed anything"
@@ -204,18 +205,6 @@ def unbacked(answer: str, records: Sequence[Recorded], fetch: Fetch | None = Non
     if unset is not None:
         return f'the answer says "{_clip(claimed[0][0])}", but {unset}: where it stands, {UNBACKED}'
     return None
-
-
-def _once(fetch: Fetch) -> Fetch:
-    """`fetch`, each hash read at most once."""
-    read: dict[str, bytes | None] = {}
-
-    def cached(sha256: str) -> bytes | None:
-        if sha256 not in read:
-            read[sha256] = fetch(sha256)
-        return read[sha256]
-
-    return cached
 
 
 # The words every unbacked claim's reason ends with: a second claim after one is refused fails the task.
