@@ -153,12 +153,13 @@ def effects(records: Sequence[Recorded]) -> Effects:
     for rec in since_message(records):
         e = rec.event
         if isinstance(e, ToolCallStarted):
-            changing[e.call_id] = frozenset(e.effects) & {"write", "external"}
+            changing[e.call_id] = frozenset(e.effects) & {"write", "external", "memory"}
         elif isinstance(e, FileChanged):
             changed.append(e.path)
         elif isinstance(e, ToolCallExecuted):
             kinds = changing.get(e.call_id, frozenset())
-            if e.status == "ok" and "external" in kinds:
+            # An outside effect or a memory recorded changes no file the log names: the call is the act.
+            if e.status == "ok" and kinds & {"external", "memory"}:
                 acted.append(e.tool)
             elif e.status != "ok" and (kinds or e.status in ("refused", "denied", "invalid_arguments")):
                 error = e.observation.get("error") or e.status

@@ -59,6 +59,8 @@ class Runtime:
     rerankers: dict[str, evidence.Reranker] = field(default_factory=dict)
     # What evidence is worth to a decision and how much a request may hold ([evidence] in agentd.toml).
     evidence_weights: Weights = field(default_factory=Weights)
+    # How many days a memory of each purpose lasts when its writer names no expiry (memory_retention_days).
+    memory_retention_days: dict[str, int] = field(default_factory=dict)
     _knowledge: KnowledgeBase | None = None
     _mcp_sections: dict[str, list[evidence.Section]] = field(default_factory=dict)
     # The last whole-workspace snapshot per workspace: the next one reads only the files that changed.

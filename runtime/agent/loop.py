@@ -34,7 +34,14 @@ from runtime.agent.decide import arguments_hash  # noqa: F401  the page checks a
 from runtime.agent.host import Runtime, Trusted
 from runtime.agent.profiles import catalog_counter
 from runtime.agent.progress import Progress
-from runtime.agent.request import match_content, offered_tools, request_for, request_tokens, retrieve_evidence
+from runtime.agent.request import (
+    match_content,
+    memory_scope,
+    offered_tools,
+    request_for,
+    request_tokens,
+    retrieve_evidence,
+)
 from runtime.agent.view import TaskView
 from runtime.errors import ContextOverflow, InferenceError
 from runtime.skills import activation
@@ -49,6 +56,7 @@ from runtime.tools import (
     screen,
     snapshot,
 )
+from runtime.tools.memory import FACT_MEMORY
 from runtime.tools.workspace import survey
 from store.errors import AgentdError, ConcurrencyConflict
 from store.events import (
@@ -314,7 +322,7 @@ class _Runner:
             actor=trusted.actor,
             workspace=Path(trusted.submitted.workspace),
             artifacts=self.rt.artifacts,
-            facts=self.view.facts,
+            facts={**self.view.facts, FACT_MEMORY: memory_scope(self.rt, trusted)},
             protected=self.rt.protected,
             secrets=self.vault,
         )

@@ -199,7 +199,13 @@ WORKSPACE = Profile(
     # (`print('The total amount in orders.csv is ' + str(10))`), imported pandas, which the sandbox does
     # not have, or named variables of a read_file result; counts and renames it had got right went
     # wrong (a rename's function was named count_report), and no total came out right.
-    tools=("append_file", "edit_file", "list_files", "read_artifact", "read_file", "shell", "start_job", "write_file"),
+    tools=(
+        "append_file", "edit_file", "list_files", "read_artifact", "read_file", "remember", "shell", "start_job",
+        "write_file",
+    ),
+    # Offered only where the user's own words ask for it (and the task allows the memory effect): every
+    # other task's request stays as it was.
+    on_request={"remember": ("remember", "memorise", "memorize", "keep in mind")},
     # The person is the user who asked: what cannot be done is said in the answer. Measured on the
     # default model, with escalate offered it escalated after the first tool error on most tasks.
     escalation=False,

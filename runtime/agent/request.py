@@ -25,6 +25,7 @@ from runtime.skills import activation
 from runtime.skills.review import instruction_flags
 from runtime.tools import ToolContext, ToolContract
 from runtime.tools.finder import best_lines
+from runtime.tools.memory import Scope
 from runtime.tools.schema import inline_schema
 from store.events import ContentMatched, ContextTrimmed, EvidenceItem, LeftOut, MatchedLine, Recorded
 
@@ -96,6 +97,17 @@ MEMORY_PER_DECISION = 5
 MEMORY_BUDGET = 400
 
 
+def memory_purposes(profile: Profile) -> tuple[str, ...]:
+    """The purposes of the memories a profile's tasks load; what they remember serves the first."""
+    return profile.memory_purposes or (profile.name,)
+
+
+def memory_scope(rt: Runtime, trusted: Trusted) -> Scope:
+    """What `remember` records a task's memories for (its tool context's trusted fact): the profile's
+    purpose, the settings' retention, the data folder's secret patterns."""
+    return Scope(memory_purposes(trusted.profile)[0], rt.memory_retention_days, rt.secrets.patterns)
+
+
 def recall(rt: Runtime, trusted: Trusted, shown: set[str]) -> tuple[tuple[EvidenceItem, ...], tuple[LeftOut, ...]]:
     """What agentd remembers for this decision: the memories of the task's subject (who submitted it) in
     its tenant, for the profile's purposes, current and of a known source, not shown yet; fenced as
@@ -104,7 +116,7 @@ def recall(rt: Runtime, trusted: Trusted, shown: set[str]) -> tuple[tuple[Eviden
     loaded = memory.load(
         memory.from_rows(rt.store.memories(subject=trusted.actor, tenant=trusted.tenant)),
         subject=trusted.actor, tenant=trusted.tenant,
-        purposes=trusted.profile.memory_purposes or (trusted.profile.name,), now=trusted.now,
+        purposes=memory_purposes(trusted.profile), now=trusted.now,
     )
     items: list[EvidenceItem] = []
     left_out = [LeftOut(source=f"memory:{r.memory_id}", kind="memory", tokens=0, reason=r.why) for r in loaded.left_out]
@@ -305,7 +317,7 @@ def request_for(
         # keeps the release notes in the workspace's 18 files with most of the request's words".
         said=(*instruction_texts(profile, [rt.tools.get(n).contract for n in offered], tail),
               *(b.text.partition("\n")[0] for b in transcript.entries if b.label == "matches")),
-        changes_allowed=bool({"write", "external"} & set(trusted.submitted.allowed_effects)),
+        changes_allowed=bool({"write", "external", "memory"} & set(trusted.submitted.allowed_effects)),
         contracts={name: rt.tools.get(name).contract for name in usable.tools},
     )
     schema = proposal.schema(

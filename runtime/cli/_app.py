@@ -197,7 +197,7 @@ def task_options(subject: str):
             "--allow",
             "allowed",
             multiple=True,
-            type=click.Choice(["write", "external"]),
+            type=click.Choice(["write", "external", "memory"]),
             help="Offer tools with this effect too (repeatable); by default only read-only tools are offered.",
         ),
     )

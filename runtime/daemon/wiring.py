@@ -55,6 +55,7 @@ def open_runtime(settings: Settings, store: EventStore, model: Model | None = No
         knowledge_index=settings.data_dir / "knowledge.db",
         rerankers=loaded.rerankers,
         evidence_weights=settings.evidence,
+        memory_retention_days=dict(settings.memory_retention_days),
     )
     delegation.bind(runtime)
     if settings.mcp.servers:

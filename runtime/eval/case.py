@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from store.errors import AgentdError
 
 Ending = Literal["completed", "escalated", "awaiting_approval", "failed"]
-Effect = Literal["write", "external"]
+Effect = Literal["write", "external", "memory"]
 Decision = Literal["grant", "deny"]
 
 # What `{name}` may stand for in an `env` value: the run's folders, known only once the run starts.

@@ -32,7 +32,7 @@ REFRESH_S = 5.0
 # Each retry follows a conflict on the shared `schedules` stream, which any add, remove or firing of
 # any schedule causes; a handful is plenty, and a loser that runs out merely leaves the firing to others.
 FIRE_RETRIES = 20
-EFFECTS = ("read", "write", "external")
+EFFECTS = ("read", "write", "external", "memory")
 _TICK = timedelta(microseconds=1)
 _SECOND = timedelta(seconds=1)
 _WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")

@@ -1,5 +1,5 @@
-"""The tools agentd ships with: the file tools, search and search_files, the shell, read_artifact and,
-where its sandbox can run, python, in one registry."""
+"""The tools agentd ships with: the file tools, search and search_files, the shell, read_artifact,
+remember and, where its sandbox can run, python, in one registry."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from runtime.tools.contract import Tool
 from runtime.tools.edits import AppendFile, EditFile
 from runtime.tools.files import ListFiles, ReadFile, WriteFile
 from runtime.tools.finder import Search
+from runtime.tools.memory import Remember
 from runtime.tools.python import Python
 from runtime.tools.registry import ToolRegistry
 from runtime.tools.search import SearchFiles
@@ -20,8 +21,8 @@ def builtin_tools(*, shell_timeout_s: float = TIMEOUT_S) -> list[Tool]:
     snippet is never run without it (`agentd status` says why it is missing)."""
     sandboxed = [Python()] if Sandbox().problem() is None else []
     return [
-        AppendFile(), EditFile(), ListFiles(), *sandboxed, ReadArtifact(), ReadFile(), Search(), SearchFiles(),
-        Shell(timeout_s=shell_timeout_s), WriteFile(),
+        AppendFile(), EditFile(), ListFiles(), *sandboxed, ReadArtifact(), ReadFile(), Remember(), Search(),
+        SearchFiles(), Shell(timeout_s=shell_timeout_s), WriteFile(),
     ]
 
 

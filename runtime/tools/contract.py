@@ -35,6 +35,8 @@ class Effect(str, enum.Enum):
     READ = "read"
     WRITE = "write"
     EXTERNAL = "external"
+    # Records what agentd remembers of the task's user, for their later tasks: no file changes.
+    MEMORY = "memory"
 
 
 class ToolFailure(ToolError):

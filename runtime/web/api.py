@@ -71,7 +71,9 @@ class SubmitRequest(_Body):
     )
     profile: str = "workspace"
     tenant: str = Field("default", min_length=1)
-    allow: list[Literal["write", "external"]] = Field(default_factory=list, description="Effects allowed besides read.")
+    allow: list[Literal["write", "external", "memory"]] = Field(
+        default_factory=list, description="Effects allowed besides read."
+    )
     max_steps: Positive | None = None
     max_tokens: Positive | None = None
     policy: str | None = None

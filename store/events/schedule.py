@@ -19,7 +19,7 @@ class ScheduleAdded(Event):
     workspace: str
     profile: str = "workspace"
     tenant: str = "default"
-    allowed_effects: tuple[Literal["read", "write", "external"], ...] = ("read",)
+    allowed_effects: tuple[Literal["read", "write", "external", "memory"], ...] = ("read",)
 
 
 class ScheduleRemoved(Event):

@@ -41,7 +41,7 @@ class TaskSubmitted(Event):
     profile: str = "workspace"
     # Tools with other effects than these are not offered to the task at all (seed 000: no capability
     # with side effects by default). Approval still applies to the ones that are.
-    allowed_effects: tuple[Literal["read", "write", "external"], ...] = ("read",)
+    allowed_effects: tuple[Literal["read", "write", "external", "memory"], ...] = ("read",)
     max_steps: int = Field(40, ge=1, le=INTEGER_MAX)
     max_tokens: int = Field(200_000, ge=1, le=INTEGER_MAX)
     # What the authenticated caller's side knows about them (an account id, a plan): trusted request

@@ -57,7 +57,7 @@ BAD_FILES = {
     "bad_regex": ("- name: a\n  input: hi\n  expect: {answer_matches: '(unclosed'}\n",
                   "case 'a': expect.answer_matches:"),
     "bad_effect": ("- name: a\n  input: hi\n  allow: [delete]\n",
-                   "case 'a': allow.0: Input should be 'write' or 'external'"),
+                   "case 'a': allow.0: Input should be 'write', 'external' or 'memory'"),
     "bad_approval": ("- name: a\n  input: hi\n  approvals: {shell: maybe}\n",
                      "case 'a': approvals.shell: Input should be"),
     "missing_plugin": ("- name: a\n  input: hi\n  plugins: [nowhere.py]\n",

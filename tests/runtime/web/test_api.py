@@ -128,7 +128,7 @@ def test_without_the_bearer_token_nothing_is_answered_and_bad_input_is_one_line(
             assert status == 401 and body["error"] == "unauthorized"
         cases = [
             ({"allow": ["write"]}, 422, "goal: Field required"),
-            ({"goal": "x", "allow": ["root"]}, 422, "allow.0: Input should be 'write' or 'external'"),
+            ({"goal": "x", "allow": ["root"]}, 422, "allow.0: Input should be 'write', 'external' or 'memory'"),
             ({"goal": "x", "workspace": "relative/ws"}, 422, "workspace: String should match pattern '^/'"),
             ({"goal": "x", "max_steps": "3"}, 422, "max_steps: Input should be a valid integer"),
             # A budget past what a database column holds (found by the API fuzz test: a 500 from the driver).
