@@ -124,6 +124,10 @@ def claimed_change(answer: str) -> str | None:
     return next((clause for clause, _ in _claims(answer)), None)
 
 
+# The effects of a call that changes something: files, the world outside, or what agentd remembers.
+CHANGING = frozenset({"write", "external", "memory"})
+
+
 @dataclass(frozen=True)
 class Effects:
     """What the task did since the user's latest message: files changed, calls with an outside effect
@@ -153,7 +157,7 @@ def effects(records: Sequence[Recorded]) -> Effects:
     for rec in since_message(records):
         e = rec.event
         if isinstance(e, ToolCallStarted):
-            changing[e.call_id] = frozenset(e.effects) & {"write", "external", "memory"}
+            changing[e.call_id] = frozenset(e.effects) & CHANGING
         elif isinstance(e, FileChanged):
             changed.append(e.path)
         elif isinstance(e, ToolCallExecuted):

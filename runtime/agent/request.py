@@ -9,7 +9,7 @@ import re
 from typing import Mapping, Sequence
 
 from runtime import content, memory
-from runtime.agent import context, goal, notes, policy as policy_, proposal, relevance, retrieval
+from runtime.agent import claims, context, goal, notes, policy as policy_, proposal, relevance, retrieval
 from runtime.agent.blocks import Block
 from runtime.agent.choices import Choices, choices_for
 from runtime.agent.host import Runtime, Trusted
@@ -317,7 +317,7 @@ def request_for(
         # keeps the release notes in the workspace's 18 files with most of the request's words".
         said=(*instruction_texts(profile, [rt.tools.get(n).contract for n in offered], tail),
               *(b.text.partition("\n")[0] for b in transcript.entries if b.label == "matches")),
-        changes_allowed=bool({"write", "external", "memory"} & set(trusted.submitted.allowed_effects)),
+        changes_allowed=bool(claims.CHANGING & set(trusted.submitted.allowed_effects)),
         contracts={name: rt.tools.get(name).contract for name in usable.tools},
     )
     schema = proposal.schema(

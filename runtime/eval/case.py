@@ -23,9 +23,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from store.errors import AgentdError
+from store.events.task import Granted
 
 Ending = Literal["completed", "escalated", "awaiting_approval", "failed"]
-Effect = Literal["write", "external", "memory"]
 Decision = Literal["grant", "deny"]
 
 # What `{name}` may stand for in an `env` value: the run's folders, known only once the run starts.
@@ -165,7 +165,7 @@ class _Shared(_Strict):
     profile: str | None = None
     tenant: str | None = None
     actor: dict[str, str] = {}
-    allow: tuple[Effect, ...] = ()
+    allow: tuple[Granted, ...] = ()
     env: dict[str, str] = {}
     copy_: dict[str, str] = Field({}, alias="copy")
     files: dict[str, str] = {}

@@ -22,6 +22,7 @@ from runtime.secrets.patterns import SECRETS, Pattern, redacted
 from store import NO_STREAM, EventStore
 from store.errors import AgentdError, ConcurrencyConflict
 from store.events import SCHEDULES_STREAM, ScheduleAdded, ScheduleFired, ScheduleRemoved
+from store.events.task import EFFECTS
 from store.ids import new_task_id
 from store.log import stream_version
 from store.queries import schedules as stored
@@ -32,7 +33,6 @@ REFRESH_S = 5.0
 # Each retry follows a conflict on the shared `schedules` stream, which any add, remove or firing of
 # any schedule causes; a handful is plenty, and a loser that runs out merely leaves the firing to others.
 FIRE_RETRIES = 20
-EFFECTS = ("read", "write", "external", "memory")
 _TICK = timedelta(microseconds=1)
 _SECOND = timedelta(seconds=1)
 _WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")

@@ -32,7 +32,7 @@ from runtime.harness.task_diff import restore_json, task_diff
 from runtime.output import to_jsonable
 from store import EventStore, archive, log
 from store.events import TaskPhase
-from store.events.task import INTEGER_MAX
+from store.events.task import INTEGER_MAX, Granted
 from store.state import TaskState, TaskSummary
 
 PREFIX = "/api/v1"
@@ -71,7 +71,7 @@ class SubmitRequest(_Body):
     )
     profile: str = "workspace"
     tenant: str = Field("default", min_length=1)
-    allow: list[Literal["write", "external", "memory"]] = Field(
+    allow: list[Granted] = Field(
         default_factory=list, description="Effects allowed besides read."
     )
     max_steps: Positive | None = None

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
 from store.events._base import Event
+from store.events.task import EffectName
 
 SCHEDULES_STREAM = "schedules"
 
@@ -19,7 +18,7 @@ class ScheduleAdded(Event):
     workspace: str
     profile: str = "workspace"
     tenant: str = "default"
-    allowed_effects: tuple[Literal["read", "write", "external", "memory"], ...] = ("read",)
+    allowed_effects: tuple[EffectName, ...] = ("read",)
 
 
 class ScheduleRemoved(Event):

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field
 
 from store.events._base import Event
+
+# What a task may be allowed to do: runtime.tools.Effect's names. Reading it always may; the rest are
+# granted (`task submit --allow`, a schedule, the API, an eval case).
+EffectName = Literal["read", "write", "external", "memory"]
+Granted = Literal["write", "external", "memory"]
+EFFECTS: tuple[str, ...] = get_args(EffectName)
 
 # The largest integer a database column holds (signed 64 bits, SQLite's and PostgreSQL's bigint): a
 # larger budget would overflow in the driver when the task's row is written.
@@ -41,7 +47,7 @@ class TaskSubmitted(Event):
     profile: str = "workspace"
     # Tools with other effects than these are not offered to the task at all (seed 000: no capability
     # with side effects by default). Approval still applies to the ones that are.
-    allowed_effects: tuple[Literal["read", "write", "external", "memory"], ...] = ("read",)
+    allowed_effects: tuple[EffectName, ...] = ("read",)
     max_steps: int = Field(40, ge=1, le=INTEGER_MAX)
     max_tokens: int = Field(200_000, ge=1, le=INTEGER_MAX)
     # What the authenticated caller's side knows about them (an account id, a plan): trusted request
