@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from runtime.agent import claims, context, echo, goal, policy as policy_, proposal, removal, repetition, rules
+from runtime.agent import claims, context, echo, goal, location, policy as policy_, proposal, removal, repetition, rules
 from runtime.agent.rules import NAMES_LEFT, names_left
 from runtime.agent.view import TaskView
 from runtime.artifacts import Fetch
@@ -163,6 +163,13 @@ def judge(
     unquoted = claims.unquoted(answer, view.records) if answer is not None and not choices.last else None
     if unquoted is not None and not any(claims.UNQUOTED in r for r in view.rejections):
         raise proposal.Rejected(unquoted)
+    unnamed = (
+        location.unnamed(answer, goal.own_words(view.transcript.request), view.records)
+        if answer is not None and not choices.last
+        else None
+    )
+    if unnamed is not None and not any(location.UNNAMED in r for r in view.rejections):
+        raise proposal.Rejected(unnamed)
     left = names_left(view)
     if answer is not None and not choices.last and left is not None and NAMES_LEFT not in view.last_rejection:
         shown = "; ".join(left.lines.splitlines())

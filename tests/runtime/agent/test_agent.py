@@ -298,6 +298,20 @@ def test_an_answer_refused_for_leaving_out_the_output_stands_the_second_time(sto
     assert events(store, task_id, AnswerGiven)[-1].answer == "The command ran fine."
 
 
+def test_asked_which_file_an_answer_with_what_the_file_says_is_refused_once(store, release_workspace, tmp_path):
+    # Seen on the default model, asked which file says where backups go: "Northwind Storage".
+    rt = scripted(store, tmp_path, [
+        call("read_file", path="notes.txt"),
+        answer("March 3.", "result:c1"),
+        answer("notes.txt says so.", "result:c1"),
+    ])
+    task_id = submit(store, release_workspace, "Which file says when the release is planned?")
+    assert run(rt, task_id) == "completed"
+    [refused] = events(store, task_id, ProposalRejected)
+    assert refused.error.endswith("answer with the file's path")
+    assert events(store, task_id, AnswerGiven)[-1].answer == "notes.txt says so."
+
+
 def test_a_denied_call_never_runs_and_the_agent_hears_the_reason(store, release_workspace, tmp_path) -> None:
     rt = scripted(store, tmp_path, [call("shell", command="rm -rf ."), answer("I was not allowed")])
     task_id = submit(store, release_workspace, allowed_effects=EVERYTHING)

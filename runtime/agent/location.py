@@ -1,0 +1,93 @@
+"""A request that asks where something is written is answered with a file, not with what the file says.
+
+Asked "Which file says where the nightly backups go?" or "One of the files mentions Northwind Storage.
+Which one?", the default model answered with the content it found ("Northwind Storage") in 7 of the
+8 such cases of an unseen generated seed, and in the held-out project "Where does this project keep
+its release notes?" was answered "in the workspace" with CHANGELOG.md in the listing it was shown.
+Whether an answer names a file is a fact code can check against the paths the task's own tool results
+reported; which file is right stays the model's judgement.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from runtime.agent.claims import since_message
+from store.events import Recorded, ToolCallExecuted
+
+# "which file", "what config file", "which of the files", "in which document".
+_WHICH_FILE = re.compile(
+    r"\b(?:which|what)\s+(?:of\s+(?:the|these|those|my|our)\s+)?(?:[\w-]+\s+)?(?:files?|documents?)\b",
+    re.IGNORECASE,
+)
+# "Which one?" after the request spoke of files.
+_WHICH_ONE = re.compile(r"\bwhich\s+one\b", re.IGNORECASE)
+_FILES = re.compile(r"\b(?:files?|documents?)\b", re.IGNORECASE)
+# "Where is it written that ...", "where is the port configured", "where does it keep its notes".
+_WHERE_WRITTEN = re.compile(
+    r"\bwhere\b[^.?!\n]{0,60}?\b(?:written|mentioned|said|stated|documented|noted|recorded|defined|declared|"
+    r"configured|specified|set|kept|keeps?|stored|listed)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_file(request: str) -> bool:
+    """Whether the user's words ask which file (or folder) holds something, rather than what it holds."""
+    if _WHICH_FILE.search(request) or _WHERE_WRITTEN.search(request):
+        return True
+    return bool(_WHICH_ONE.search(request) and _FILES.search(request))
+
+
+def _paths(value: Any) -> Iterator[str]:
+    """Every `path` a tool's result reports, at any depth: a listing's entries, a search's matches, the
+    file a read returned. The built-in tools and the contract's examples all name a workspace path so."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "path" and isinstance(item, str) and item not in (".", ""):
+                yield item
+            else:
+                yield from _paths(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _paths(item)
+
+
+def seen_paths(records: Sequence[Recorded]) -> set[str]:
+    """The workspace paths the task's successful calls reported since the user's latest message."""
+    return {
+        p
+        for rec in since_message(records)
+        if isinstance(rec.event, ToolCallExecuted) and rec.event.status == "ok"
+        for p in _paths(rec.event.observation)
+    }
+
+
+def names_one(answer: str, paths: set[str]) -> bool:
+    """Whether `answer` names one of `paths`, whole or by its last part ("backup.md" for
+    "ops/backup.md"), as a word of its own."""
+    said = answer.lower()
+    for path in paths:
+        for name in {path, path.rpartition("/")[2]}:
+            if name and re.search(rf"(?<![\w/.-]){re.escape(name.lower())}(?![\w-]|\.\w)", said):
+                return True
+    return False
+
+
+def unnamed(answer: str, request: str, records: Sequence[Recorded]) -> str | None:
+    """Why `answer` does not stand yet: the request asks which file, the task's calls reported files,
+    and the answer names none of them. None when it may stand."""
+    if not asks_for_file(request):
+        return None
+    paths = seen_paths(records)
+    if not paths or names_one(answer, paths):
+        return None
+    return (
+        "the request asks which file; the answer names none of the files your calls reported; "
+        f"find the one that says it, and {UNNAMED}"
+    )
+
+
+# The words every such refusal ends with: it is made once, and the answer after it stands.
+UNNAMED = "answer with the file's path"

@@ -1,0 +1,90 @@
+"""A request that asks which file holds something is answered with a file the task's calls reported."""
+
+from __future__ import annotations
+
+import pytest
+
+from runtime.agent import location
+from store.events import Recorded, TaskSubmitted, ToolCallExecuted, UserSaid
+
+
+def _log(*events) -> list[Recorded]:
+    return [Recorded(i + 1, "t-1", i + 1, "2026-12-08T00:00:00+00:00", "agentd", None, None, e)
+            for i, e in enumerate(events)]
+
+
+SUBMITTED = TaskSubmitted(goal="Which file says where the nightly backups go?", workspace="/ws",
+                          allowed_effects=("read",))
+LISTED = ToolCallExecuted(call_id="c1", tool="list_files", status="ok", observation={
+    "path": ".", "count": 2, "omitted": 0,
+    "entries": [{"path": "ops", "kind": "dir"}, {"path": "README.md", "kind": "file", "size": 9}],
+})
+SEARCHED = ToolCallExecuted(call_id="c2", tool="search", status="ok", observation={
+    "query": "nightly backups", "files_indexed": 5, "files_left_out": 0,
+    "matches": [{"path": "ops/storage-notes.md", "line": 3, "text": "Nightly backups go to Northwind Storage."}],
+})
+
+
+@pytest.mark.parametrize("request_", [
+    "Which file says where the nightly backups go?",
+    "One of the files mentions Northwind Storage. Which one?",
+    "Where is it written that backups go to Northwind Storage?",
+    "In which config file is the port set?",
+    "Which of the files lists the team?",
+    "Where does this project keep its release notes?",
+    "Where is the retry limit configured?",
+])
+def test_a_request_for_the_file_that_holds_something_asks_for_a_file(request_: str) -> None:
+    assert location.asks_for_file(request_)
+
+
+@pytest.mark.parametrize("request_", [
+    "Where do the nightly backups go?",
+    "What is in the file notes.txt?",
+    "What does the file config.yaml set the port to?",
+    "Which one of the orders is the largest?",
+    "How many files are directly in the src folder?",
+])
+def test_a_request_for_what_a_file_holds_does_not_ask_for_a_file(request_: str) -> None:
+    assert not location.asks_for_file(request_)
+
+
+def test_paths_are_those_the_calls_reported_at_any_depth() -> None:
+    assert location.seen_paths(_log(SUBMITTED, LISTED, SEARCHED)) == {"ops", "README.md", "ops/storage-notes.md"}
+
+
+def test_an_answer_with_what_the_file_says_instead_of_its_name_is_refused() -> None:
+    # Seen on the default model on unseen seed 20261218, 7 times in 8 such cases.
+    why = location.unnamed("Northwind Storage", SUBMITTED.goal, _log(SUBMITTED, LISTED, SEARCHED))
+    assert why is not None and why.endswith(location.UNNAMED)
+
+
+@pytest.mark.parametrize("answer", [
+    "ops/storage-notes.md says so.",
+    "It is written in storage-notes.md.",
+    "The file `ops/storage-notes.md`.",
+    "None of the files do; README.md does not mention backups.",
+])
+def test_an_answer_naming_a_reported_file_may_stand(answer: str) -> None:
+    assert location.unnamed(answer, SUBMITTED.goal, _log(SUBMITTED, LISTED, SEARCHED)) is None
+
+
+def test_a_name_inside_a_longer_name_is_not_that_file() -> None:
+    paths = {"notes.md"}
+    assert not location.names_one("See old-notes.md.bak and mynotes.md", paths)
+    assert location.names_one("See notes.md.", paths)
+
+
+@pytest.mark.parametrize("records", [
+    # No call reported a file: there is nothing to name, and the refusal could only invite a guess.
+    _log(SUBMITTED),
+    # What was reported before the user's latest message is not what this answer answers.
+    _log(SUBMITTED, LISTED, SEARCHED, UserSaid(text="Thanks. Which file says where the nightly backups go?")),
+])
+def test_with_no_file_reported_for_this_message_an_answer_is_not_held_to_one(records) -> None:
+    assert location.unnamed("Northwind Storage", SUBMITTED.goal, records) is None
+
+
+def test_a_question_about_what_a_file_holds_is_not_held_to_naming_a_file() -> None:
+    records = _log(SUBMITTED, LISTED, SEARCHED)
+    assert location.unnamed("Northwind Storage", "Where do the nightly backups go?", records) is None
