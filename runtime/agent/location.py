@@ -54,17 +54,21 @@ def _paths(value: Any) -> Iterator[str]:
             yield from _paths(item)
 
 
-def seen_paths(records: Sequence[Recorded]) -> set[str]:
-    """The workspace paths the task's successful calls reported since the user's latest message."""
-    return {
-        p
+def seen_paths(records: Sequence[Recorded]) -> list[str]:
+    """The workspace paths the task's successful calls reported since the user's latest message, each
+    once: the files a call returned (a read) first, in the order read, then those a listing or a search
+    named."""
+    results = [
+        rec.event.observation
         for rec in since_message(records)
         if isinstance(rec.event, ToolCallExecuted) and rec.event.status == "ok"
-        for p in _paths(rec.event.observation)
-    }
+    ]
+    own = [o["path"] for o in results if isinstance(o.get("path"), str) and o["path"] not in (".", "")]
+    named = [p for o in results for k, v in o.items() if k != "path" for p in _paths(v)]
+    return list(dict.fromkeys([*own, *named]))
 
 
-def names_one(answer: str, paths: set[str]) -> bool:
+def names_one(answer: str, paths: Sequence[str]) -> bool:
     """Whether `answer` names one of `paths`, whole or by its last part ("backup.md" for
     "ops/backup.md"), as a word of its own."""
     said = answer.lower()
@@ -83,11 +87,16 @@ def unnamed(answer: str, request: str, records: Sequence[Recorded]) -> str | Non
     paths = seen_paths(records)
     if not paths or names_one(answer, paths):
         return None
+    shown = ", ".join(paths[:SHOWN]) + (", ..." if len(paths) > SHOWN else "")
     return (
-        "the request asks which file; the answer names none of the files your calls reported; "
-        f"find the one that says it, and {UNNAMED}"
+        f"the request asks which file; the answer names none of the files your calls reported ({shown}); "
+        f"{UNNAMED}"
     )
 
 
+# The paths a refusal names: those read come first, and one of them is most often the answer.
+SHOWN = 8
+
+
 # The words every such refusal ends with: it is made once, and the answer after it stands.
-UNNAMED = "answer with the file's path"
+UNNAMED = "answer with the path of the file that says it"

@@ -308,7 +308,7 @@ def test_asked_which_file_an_answer_with_what_the_file_says_is_refused_once(stor
     task_id = submit(store, release_workspace, "Which file says when the release is planned?")
     assert run(rt, task_id) == "completed"
     [refused] = events(store, task_id, ProposalRejected)
-    assert refused.error.endswith("answer with the file's path")
+    assert refused.error.endswith("(notes.txt); answer with the path of the file that says it")
     assert events(store, task_id, AnswerGiven)[-1].answer == "notes.txt says so."
 
 

@@ -50,13 +50,19 @@ def test_a_request_for_what_a_file_holds_does_not_ask_for_a_file(request_: str) 
 
 
 def test_paths_are_those_the_calls_reported_at_any_depth() -> None:
-    assert location.seen_paths(_log(SUBMITTED, LISTED, SEARCHED)) == {"ops", "README.md", "ops/storage-notes.md"}
+    assert location.seen_paths(_log(SUBMITTED, LISTED, SEARCHED)) == ["ops", "README.md", "ops/storage-notes.md"]
+    read = ToolCallExecuted(call_id="c3", tool="read_file", status="ok",
+                            observation={"path": "ops/storage-notes.md", "content": "..."})
+    assert location.seen_paths(_log(SUBMITTED, LISTED, read))[0] == "ops/storage-notes.md", "a file read comes first"
 
 
 def test_an_answer_with_what_the_file_says_instead_of_its_name_is_refused() -> None:
     # Seen on the default model on unseen seed 20261218, 7 times in 8 such cases.
     why = location.unnamed("Northwind Storage", SUBMITTED.goal, _log(SUBMITTED, LISTED, SEARCHED))
-    assert why is not None and why.endswith(location.UNNAMED)
+    assert why == (
+        "the request asks which file; the answer names none of the files your calls reported "
+        "(ops, README.md, ops/storage-notes.md); answer with the path of the file that says it"
+    )
 
 
 @pytest.mark.parametrize("answer", [
@@ -70,7 +76,7 @@ def test_an_answer_naming_a_reported_file_may_stand(answer: str) -> None:
 
 
 def test_a_name_inside_a_longer_name_is_not_that_file() -> None:
-    paths = {"notes.md"}
+    paths = ["notes.md"]
     assert not location.names_one("See old-notes.md.bak and mynotes.md", paths)
     assert location.names_one("See notes.md.", paths)
 
