@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from runtime.atomic import replace_file
-from runtime.tools import table
+from runtime.tools import outline, table
 from runtime.tools.contract import Effect, Tool, ToolContext, ToolContract, ToolFailure, ToolRefused
 from runtime.tools.workspace import is_protected, relative, resolve
 from store.events import ArtifactRead
@@ -53,6 +53,10 @@ class ReadFileOutput(BaseModel):
     )
     sums_by: list[dict[str, str]] | None = Field(
         None, description="for a .csv file: each number column's sum for each value of a column with few values"
+    )
+    outline: dict[str, str] | None = Field(
+        None, description="counted by code: a JSON file's items, a Python module's functions and classes, "
+        "a text file's list items under each heading",
     )
     content: str
 
@@ -117,7 +121,7 @@ class ReadFile(Tool[ReadFileArgs, ReadFileOutput]):
             "file_too_large": f"the file is over {MAX_READ_BYTES} bytes",
             "unreadable": "permission denied or an I/O error",
         },
-        summary_fields=("path", "size", "sha256", "lines", "data_rows", "columns", "sums_by"),
+        summary_fields=("path", "size", "sha256", "lines", "data_rows", "columns", "sums_by", "outline"),
         path_kind="file",
     )
 
@@ -141,6 +145,7 @@ class ReadFile(Tool[ReadFileArgs, ReadFileOutput]):
             data_rows=_records(content) if is_csv else None,
             columns=found[0] if found else None,
             sums_by=(found[1] or None) if found else None,
+            outline=None if is_csv else outline.outline(name, content),
         )
 
 

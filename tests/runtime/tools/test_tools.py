@@ -225,6 +225,7 @@ def test_read_file_returns_text_and_records_its_hash(ctx, workspace) -> None:
         "data_rows": None,
         "columns": None,
         "sums_by": None,
+        "outline": None,
         "content": data.decode(),
     }
     assert outcome.artifact_events == (ArtifactRead(path="notes.txt", sha256=sha(data), size=len(data)),)
