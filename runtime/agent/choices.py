@@ -43,6 +43,8 @@ class Choices:
     changes_allowed: bool = False
     # The contracts of the tools that may be called, for rules that read what a call would do.
     contracts: Mapping[str, ToolContract] = field(default_factory=dict)
+    # Texts an answer must open with, where the grammar narrows it (see location.answer_opens).
+    answer_opens: tuple[str, ...] = ()
 
     def narrowed(self, tool: str) -> dict[str, tuple[str, ...]]:
         """The arguments of `tool` whose values are narrowed at this step, with those values."""
@@ -85,15 +87,16 @@ def choices_for(
     # its label and stays citable: the model read it, and the pointer says where it is).
     hidden = shown.dropped if shown else frozenset()
     sources = tuple(dict.fromkeys(c for c in view.transcript.citable if c not in hidden))
+    opens = location.answer_opens(goal.own_words(view.transcript.request), view.records)
     if kind == "final_step" or attempt >= context.LAST_ATTEMPT:
-        return Choices((), (), sources, escalation, last=attempt >= context.LAST_ATTEMPT)
+        return Choices((), (), sources, escalation, last=attempt >= context.LAST_ATTEMPT, answer_opens=opens)
     pinned = view.pinned
     skills = tuple(e.name for e in pinned.entries if e.name not in view.active) if pinned else ()
     situation = Situation(
         view, attempt, goal.own_words(view.transcript.request), contracts or {}, shown,
         answer_after, call_first, on_request or {},
     )
-    choices = Choices(tuple(offered), skills, sources, escalation)
+    choices = Choices(tuple(offered), skills, sources, escalation, answer_opens=opens)
     for rule in rules.RULES:
         choices = rule(choices, situation)
     return choices
@@ -168,7 +171,7 @@ def judge(
         if answer is not None and not choices.last
         else None
     )
-    if unnamed is not None and not any(location.UNNAMED in r for r in view.rejections):
+    if unnamed is not None and not location.refused(view.records):
         raise proposal.Rejected(unnamed)
     left = names_left(view)
     if answer is not None and not choices.last and left is not None and NAMES_LEFT not in view.last_rejection:

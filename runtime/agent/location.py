@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from runtime.agent.claims import since_message
-from store.events import Recorded, ToolCallExecuted
+from store.events import ProposalRejected, Recorded, ToolCallExecuted
 
 # "which file", "what config file", "which of the files", "in which document".
 _WHICH_FILE = re.compile(
@@ -96,6 +96,22 @@ def unnamed(answer: str, request: str, records: Sequence[Recorded]) -> str | Non
 
 # The paths a refusal names: those read come first, and one of them is most often the answer.
 SHOWN = 8
+# The paths an answer may open with: a folder's listing may name many, and each is a grammar rule.
+OPENINGS = 40
+
+
+def refused(records: Sequence[Recorded]) -> bool:
+    """Whether an answer to the user's latest message was refused for naming no file."""
+    return any(isinstance(r.event, ProposalRejected) and UNNAMED in r.event.error for r in since_message(records))
+
+
+def answer_opens(request: str, records: Sequence[Recorded]) -> tuple[str, ...]:
+    """The texts an answer must open with: once an answer to a request asking which file was refused
+    for naming none, the paths the task's calls reported (the grammar then cannot leave the file out;
+    which one stays the model's choice). Empty where the answer is free."""
+    if not asks_for_file(request) or not refused(records):
+        return ()
+    return tuple(seen_paths(records)[:OPENINGS])
 
 
 # The words every such refusal ends with: it is made once, and the answer after it stands.

@@ -7,6 +7,7 @@ sources the model was actually shown) and says precisely what is wrong, so one r
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Any, Literal, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -88,6 +89,7 @@ def schema(
     citable: Sequence[str] = (),
     allow_escalate: bool = True,
     results: bool = True,
+    answer_opens: Sequence[str] = (),
 ) -> dict:
     """The output contract of one decision: one of the allowed actions, nothing else.
 
@@ -95,6 +97,8 @@ def schema(
     `citable` are the ids of the data blocks the model was shown, the only sources an answer can
     name: the grammar then cannot write an id the model never saw, nor miss one by a character.
     `results`: whether the model has been shown a tool's result, which the thought then opens with.
+    `answer_opens`: where given, the answer opens with one of these texts (the files a request asking
+    which file may be answered with, once an answer naming none was refused).
     """
     options: list[dict] = []
     for name in sorted(tool_arguments):
@@ -105,7 +109,7 @@ def schema(
         options.append(
             _object(
                 action={"const": "final_answer"},
-                answer={"type": "string", "minLength": 1},
+                answer=_opening(answer_opens),
                 sources=_sources(citable),
             )
         )
@@ -114,6 +118,19 @@ def schema(
             _object(action={"const": "escalate"}, reason={"type": "string", "minLength": 1, "maxLength": REASON_CHARS})
         )
     return {"anyOf": options, "$defs": {"thought": _THOUGHT if results else _FREE_THOUGHT}}
+
+
+def _opening(texts: Sequence[str]) -> dict:
+    """A JSON string that opens with one of `texts` (paths: word characters, dots, dashes and slashes),
+    then goes on as any string may. A dot is written as a class, `[.]`: llama.cpp's converter keeps the
+    backslash of an escaped one in the grammar, which would then ask for a backslash in the text."""
+    either = "|".join(t.replace(".", "[.]") for t in dict.fromkeys(texts) if _PLAIN.fullmatch(t))
+    if not either:
+        return {"type": "string", "minLength": 1}
+    return {"type": "string", "pattern": f'^({either})[^"\\\\\\x00-\\x1f]*$'}
+
+
+_PLAIN = re.compile(r"[\w./-]+")
 
 
 def _sources(citable: Sequence[str]) -> dict:

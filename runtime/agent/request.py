@@ -327,6 +327,7 @@ def request_for(
         citable=usable.sources,
         allow_escalate=usable.escalation,
         results=bool(transcript.results),
+        answer_opens=usable.answer_opens,
     )
     request = context.assemble(
         prefix=prefix,

@@ -310,6 +310,9 @@ def test_asked_which_file_an_answer_with_what_the_file_says_is_refused_once(stor
     [refused] = events(store, task_id, ProposalRejected)
     assert refused.error.endswith("(notes.txt); answer with the path of the file that says it")
     assert events(store, task_id, AnswerGiven)[-1].answer == "notes.txt says so."
+    # The try after the refusal is held by the grammar to an answer that opens with a reported path.
+    first, after = (s["anyOf"][-1]["properties"]["answer"] for s in rt.model.schemas[1:3])
+    assert "pattern" not in first and after["pattern"].startswith("^(notes[.]txt)")
 
 
 def test_a_denied_call_never_runs_and_the_agent_hears_the_reason(store, release_workspace, tmp_path) -> None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from runtime.agent import location
-from store.events import Recorded, TaskSubmitted, ToolCallExecuted, UserSaid
+from runtime.agent import location, proposal
+from runtime.inference.grammar import schema_grammar
+from store.events import ProposalRejected, Recorded, TaskSubmitted, ToolCallExecuted, UserSaid
 
 
 def _log(*events) -> list[Recorded]:
@@ -94,3 +97,34 @@ def test_with_no_file_reported_for_this_message_an_answer_is_not_held_to_one(rec
 def test_a_question_about_what_a_file_holds_is_not_held_to_naming_a_file() -> None:
     records = _log(SUBMITTED, LISTED, SEARCHED)
     assert location.unnamed("Northwind Storage", "Where do the nightly backups go?", records) is None
+
+
+def test_once_refused_the_answer_must_open_with_a_reported_path() -> None:
+    records = _log(SUBMITTED, LISTED, SEARCHED)
+    assert location.answer_opens(SUBMITTED.goal, records) == ()
+    refused = ProposalRejected(call_index=3, attempt=1,
+                               error=location.unnamed("Northwind Storage", SUBMITTED.goal, records))
+    assert location.answer_opens(SUBMITTED.goal, [*records, *_log(refused)]) == (
+        "ops", "README.md", "ops/storage-notes.md",
+    )
+
+
+def test_a_refusal_for_an_earlier_message_narrows_no_later_answer() -> None:
+    records = _log(SUBMITTED, LISTED, SEARCHED)
+    refused = ProposalRejected(call_index=3, attempt=1,
+                               error=location.unnamed("Northwind Storage", SUBMITTED.goal, records))
+    later = _log(SUBMITTED, LISTED, SEARCHED, refused, UserSaid(text="Thanks."), SEARCHED)
+    assert not location.refused(later)
+    assert location.answer_opens(SUBMITTED.goal, later) == ()
+
+
+def test_the_grammar_holds_an_answer_to_one_of_the_paths_with_literal_dots() -> None:
+    schema = proposal.schema({}, [], citable=["result:c1"], allow_escalate=False,
+                             answer_opens=["ops/storage-notes.md", "odd (1).md"])
+    answer = schema["anyOf"][0]["properties"]["answer"]
+    assert re.fullmatch(answer["pattern"], "ops/storage-notes.md says so.")
+    assert not re.fullmatch(answer["pattern"], "Northwind Storage")
+    assert not re.fullmatch(answer["pattern"], "ops/storage-notesXmd")
+    # llama.cpp's converter keeps an escaped dot's backslash; the grammar must not ask for one.
+    [rule] = [line for line in schema_grammar(schema).splitlines() if line.startswith("alternative-0-answer ::=")]
+    assert "\\\\." not in rule and "[.]" in rule and "odd" not in rule
