@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from runtime.agent import compaction, excerpt, goal as goal_text
+from runtime.agent import compaction, excerpt, goal as goal_text, location
 from runtime.agent.blocks import Block, join, neutralize, step_calls
 from runtime.agent.goal import message_turn
 from runtime.errors import ContextOverflow
@@ -398,10 +398,11 @@ def decision_text(
         state += f" Tests: {s.test_status}."
     if trail:
         state += f" {trail}"
+    for_file = request is not None and location.asks_for_file(request)
     request = f"\nThe request: {request}" if request is not None else ""
     if (s is not None and call_index >= s.max_steps) or attempt >= LAST_ATTEMPT:
-        return state + request + "\n" + _ASK_LAST
-    return state + request + "\n" + _ASK_NEXT
+        return state + request + "\n" + (_ASK_LAST_FILE if for_file else _ASK_LAST)
+    return state + request + "\n" + (_ASK_FILE if for_file else _ASK_NEXT)
 
 
 # The answer asked for as a sentence: asked for "with the ids of the <data> blocks you used", the
@@ -412,6 +413,15 @@ _ASK_NEXT = (
     "If not, call one tool."
 )
 _ASK_LAST = "Give the final answer now, from the results above."
+# Where the request asks which file holds something, the answer is the file, and it can be given as soon
+# as a file shown says it: asked "Where is it written that backups go to Harbour Backup?", the default
+# model read the right file first, thought "The results show that backups go to Harbour Backup", and
+# read six more files before it answered with one of those (dev seed 16, 4 of 5 such cases).
+_ASK_FILE = (
+    "If a file above says it, give the final answer: one full sentence that names that file's path. "
+    "If not, call one tool."
+)
+_ASK_LAST_FILE = "Give the final answer now: the path of the file above that says it."
 # How a refusal is put to the model; echoes_instructions looks for it in answers.
 _REFUSED = " was not carried out: "
 
@@ -422,7 +432,8 @@ def echoes_instructions(text: str, rejections: Sequence[str] = ()) -> bool:
     If the results above answer the request, give the final answer: ...", "The user's request was not
     carried out: rotate_api_key was already called with exactly these arguments (call c2)", and, steps
     after that refusal, "...was already called with exactly these arguments (call c2); its result is above."."""
-    said = [ask.split(",")[0] for ask in (_ASK_NEXT, _ASK_LAST)] + [_REFUSED.strip()]
+    said = [ask.split(",")[0].split(":")[0] for ask in (_ASK_NEXT, _ASK_LAST, _ASK_FILE, _ASK_LAST_FILE)]
+    said.append(_REFUSED.strip())
     # A refusal's reason past its opening words (the tool's name, which an answer may well use): long
     # enough not to be a phrase an answer may share by chance.
     for rejection in rejections:

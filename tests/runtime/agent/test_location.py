@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from runtime.agent import location, proposal
+from runtime.agent import context, location, proposal
 from runtime.inference.grammar import schema_grammar
 from store.events import ProposalRejected, Recorded, TaskSubmitted, ToolCallExecuted, UserSaid
 
@@ -128,3 +128,13 @@ def test_the_grammar_holds_an_answer_to_one_of_the_paths_with_literal_dots() -> 
     # llama.cpp's converter keeps an escaped dot's backslash; the grammar must not ask for one.
     [rule] = [line for line in schema_grammar(schema).splitlines() if line.startswith("alternative-0-answer ::=")]
     assert "\\\\." not in rule and "[.]" in rule and "odd" not in rule
+
+
+def test_the_decision_asks_for_the_files_path_where_the_request_asks_which_file() -> None:
+    asked = context.decision_text(None, 2, "Where is it written that backups go to Harbour Backup?")
+    assert asked.endswith("one full sentence that names that file's path. If not, call one tool.")
+    last = context.decision_text(None, 2, "Which file says where the backups go?", attempt=context.LAST_ATTEMPT)
+    assert last.endswith("Give the final answer now: the path of the file above that says it.")
+    other = context.decision_text(None, 2, "Where do the nightly backups go?")
+    assert other.endswith("give the final answer: one full sentence that answers it. If not, call one tool.")
+    assert context.echoes_instructions("If a file above says it, give the final answer")
