@@ -416,7 +416,7 @@ _ASK_LAST = "Give the final answer now, from the results above."
 # Where the request asks which file holds something, the answer is the file, and it can be given as soon
 # as a file shown says it: asked "Where is it written that backups go to Harbour Backup?", the default
 # model read the right file first, thought "The results show that backups go to Harbour Backup", and
-# read six more files before it answered with one of those (dev seed 16, 4 of 5 such cases).
+# read six more files before it answered with one of those (most such cases of dev seed 16).
 _ASK_FILE = (
     "If a file above says it, give the final answer: one full sentence that names that file's path. "
     "If not, call one tool."
